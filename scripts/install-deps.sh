@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages acan needs, only those that are missing.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libopenblas-dev libeigen3-dev libnats-dev nats-server libtomlplusplus-dev
+      nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
+      clang libclang-rt-14-dev python3-torch dataset-fashion-mnist)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "acan: installing missing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
