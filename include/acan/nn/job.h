@@ -1,0 +1,106 @@
+// The job file: model, data, training, partition, runtime and chaos settings of one training run.
+//
+// A job is described by a TOML file with the sections [model], [data], [train], [partition],
+// [runtime] and [chaos] (see docs/nn.md and DESIGN.md section 6a). ParseJobFile/ParseJobString
+// turn it into a JobConfig of plain values; unknown keys, wrong types and out-of-range values are
+// InvalidArgument errors that name the key and its line. Every field has a documented default, so
+// a section may be omitted. JobConfig is a plain value: copy it freely between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acan/status.h"
+
+namespace acan::nn {
+
+// Non-linearity between layers; the last layer is always linear.
+enum class Activation { kRelu, kTanh, kSigmoid, kIdentity };
+// mse = (1/B) sum_b sum_o 1/2 (y-t)^2; softmax_cross_entropy = (1/B) sum_b -log softmax(z_b)[t_b].
+enum class LossKind { kMse, kSoftmaxCrossEntropy };
+enum class DataSource { kSynthetic, kCsv, kIdx, kFashionMnist };
+// tiles: each layer's weight split into task_size x task_size blocks; data: a task is the
+// forward+backward of a micro-batch of task_size rows; pipeline: stages of layers, each task one
+// stage on a micro-batch of task_size rows.
+enum class Strategy { kTiles, kData, kPipeline };
+
+std::string_view ToString(Activation a);
+std::string_view ToString(LossKind l);
+std::string_view ToString(DataSource d);
+std::string_view ToString(Strategy s);
+Result<Activation> ParseActivation(std::string_view name);
+Result<LossKind> ParseLossKind(std::string_view name);
+Result<DataSource> ParseDataSource(std::string_view name);
+Result<Strategy> ParseStrategy(std::string_view name);
+
+struct ModelConfig {
+  std::vector<int64_t> layers = {44, 44, 1};  // widths: input, hidden..., output
+  Activation activation = Activation::kTanh;
+  LossKind loss = LossKind::kMse;
+  // "xavier_uniform" | "kaiming_uniform" | "zeros", or a path to a .safetensors file (relative
+  // paths are resolved against JobConfig::base_dir).
+  std::string init = "xavier_uniform";
+};
+
+struct DataConfig {
+  DataSource source = DataSource::kSynthetic;
+  int64_t samples = 100;  // synthetic only: number of samples
+  int64_t limit = 0;      // csv, idx, fashion-mnist: 0 = every row, n = the first n rows
+  std::string path;       // csv
+  std::string images;     // idx
+  std::string labels;     // idx
+  bool shuffle = true;    // seeded by train.seed and the epoch; false keeps file order
+};
+
+struct TrainConfig {
+  int64_t epochs = 2;
+  int64_t batch = 1;
+  double lr = 0.05;
+  double momentum = 0.0;  // 0 = plain SGD; else v = m*v + g, w -= lr*v
+  uint64_t seed = 42;
+};
+
+struct PartitionConfig {
+  Strategy strategy = Strategy::kData;
+  int64_t task_size = 0;  // tile edge or micro-batch rows; 0 = let the controller choose
+  int64_t stages = 0;     // pipeline only: number of stages; 0 = one stage per layer
+};
+
+struct RuntimeConfig {
+  int64_t handlers = 4;
+  int64_t window = 1;
+  std::string space = "mem:";
+};
+
+struct ChaosConfig {
+  bool enabled = false;        // true when the [chaos] section is present
+  std::vector<double> speeds;  // per-handler slow-down factors, cycled over handlers
+  double speed_change_s = 0;   // 0 = speeds never change
+  double crash_interval_s = 0; // 0 = no crashes
+  double crash_probability = 0;
+  bool crash_manager = false;
+};
+
+struct JobConfig {
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  PartitionConfig partition;
+  RuntimeConfig runtime;
+  ChaosConfig chaos;
+  std::string base_dir;  // directory of the job file ("" for a string); resolves relative paths
+
+  // Resolves `path` against base_dir unless it is absolute or empty.
+  std::string Resolve(const std::string& path) const;
+};
+
+// Parses and validates a job file. `source_name` names the text in error messages.
+Result<JobConfig> ParseJobFile(const std::string& path);
+Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_name = "<string>");
+// Checks ranges and cross-field rules (e.g. csv needs data.path). Called by the parsers; call it
+// again after overriding fields from the command line.
+Status ValidateJob(const JobConfig& job);
+
+}  // namespace acan::nn

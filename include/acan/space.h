@@ -1,0 +1,103 @@
+// The tuple space (ACAN): a multiset of (key, value) tuples shared by the manager and handlers.
+//
+// Contract (DESIGN.md section 3; every backend passes one conformance suite):
+//  - Put is Linda's `out`: equal keys coexist, nothing is silently dropped. At the total-bytes
+//    limit Put waits (back-pressure) until its deadline, then fails with ResourceExhausted.
+//  - Read is non-blocking and returns the oldest match, or nothing. Get takes the oldest match,
+//    waiting until the deadline (Timeout). Take takes up to n matches (a pouch), waiting for the
+//    first one; ReadAll returns every match. Among matches, insertion order.
+//  - Close wakes every waiter with Cancelled; afterwards every call fails with Cancelled.
+//  - A Space is thread-safe: any number of threads may call any method concurrently.
+// Backends are opened by URI ("mem:", "nats://host:port") through a registry keyed by scheme.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acan/clock.h"
+#include "acan/key.h"
+#include "acan/status.h"
+#include "acan/value.h"
+
+namespace acan {
+
+struct Tuple {
+  Key key;
+  Value value;
+};
+
+struct SpaceOptions {
+  // Largest value Put accepts; larger ones fail at once with ResourceExhausted.
+  size_t max_value_bytes = size_t{64} << 20;
+  // Total bytes of stored values before Put waits for room; 0 means no limit.
+  size_t max_total_bytes = size_t{8} << 30;
+};
+
+// A latency histogram with power-of-two buckets: bucket i counts latencies in [2^i, 2^(i+1)) ns.
+struct LatencyHistogram {
+  static constexpr size_t kBuckets = 48;
+  std::array<uint64_t, kBuckets> counts{};
+  uint64_t total = 0;
+  void Record(uint64_t ns);
+  // An upper bound of the q-quantile (0 < q <= 1) in nanoseconds; 0 when empty.
+  uint64_t QuantileNs(double q) const;
+};
+
+enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kCount };
+std::string_view SpaceOpName(SpaceOp op);
+
+struct SpaceStats {
+  uint64_t tuples = 0;  // stored now
+  uint64_t bytes = 0;   // value bytes stored now
+  std::array<uint64_t, size_t(SpaceOp::kCount)> calls{};
+  std::array<LatencyHistogram, size_t(SpaceOp::kCount)> latency{};  // whole call, waits included
+  uint64_t tuples_taken = 0;
+  uint64_t timeouts = 0;
+  uint64_t cancelled = 0;
+  uint64_t rejected = 0;  // invalid or oversize input, and ResourceExhausted
+};
+
+class Space {
+ public:
+  virtual ~Space() = default;
+  Space() = default;
+  Space(const Space&) = delete;
+  Space& operator=(const Space&) = delete;
+
+  virtual Status Put(Key key, Value value, Deadline deadline = Deadline::Infinite()) = 0;
+  virtual Result<std::optional<Tuple>> Read(const Pattern& pattern) = 0;
+  virtual Result<Tuple> Get(const Pattern& pattern, Deadline deadline) = 0;
+  // Waits until at least one tuple matches (or Timeout), then takes up to `max_count` matches.
+  virtual Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
+                                          Deadline deadline) = 0;
+  // Every match (at most `limit`), oldest first; non-blocking.
+  virtual Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit = SIZE_MAX) = 0;
+  virtual void Close() = 0;
+  virtual SpaceStats Stats() const = 0;
+  virtual const std::string& uri() const = 0;
+
+  // Conveniences that parse the key or pattern first (InvalidArgument on bad syntax).
+  Status Put(std::string_view key, Value value, Deadline deadline = Deadline::Infinite());
+  Result<std::optional<Tuple>> Read(std::string_view pattern);
+  Result<Tuple> Get(std::string_view pattern, Deadline deadline);
+  Result<std::vector<Tuple>> Take(std::string_view pattern, size_t max_count, Deadline deadline);
+  Result<std::vector<Tuple>> ReadAll(std::string_view pattern, size_t limit = SIZE_MAX);
+};
+
+using SpaceFactory =
+    std::function<Result<std::unique_ptr<Space>>(std::string_view uri, const SpaceOptions&)>;
+
+// Opens a space by URI, e.g. "mem:" or "mem:?max_total_bytes=1048576". Unknown schemes and bad
+// parameters are InvalidArgument naming them. URI parameters override `options`.
+Result<std::unique_ptr<Space>> OpenSpace(std::string_view uri, const SpaceOptions& options = {});
+
+// Adds a backend; AlreadyExists when the scheme is taken. Thread-safe.
+Status RegisterSpaceScheme(std::string scheme, SpaceFactory factory);
+
+}  // namespace acan

@@ -1,0 +1,247 @@
+#include "space/mem/mem_space.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "space/uri_internal.h"
+
+namespace acan::mem {
+
+MemSpace::MemSpace(std::string uri, SpaceOptions options)
+    : uri_(std::move(uri)), options_(options) {}
+
+MemSpace::~MemSpace() { Close(); }
+
+Status MemSpace::CancelledStatus() const {
+  return Status::Cancelled(fmt::format("space '{}' is closed", uri_));
+}
+
+std::shared_ptr<MemSpace::Waiter> MemSpace::ThreadWaiter() {
+  thread_local std::shared_ptr<Waiter> cached;
+  if (!cached || cached.use_count() > 1) cached = std::make_shared<Waiter>();
+  cached->signaled = false;
+  return cached;
+}
+
+void MemSpace::LinkWaiterLocked(Waiter* w) {
+  w->prev = waiters_tail_;
+  w->next = nullptr;
+  (waiters_tail_ ? waiters_tail_->next : waiters_head_) = w;
+  waiters_tail_ = w;
+}
+
+void MemSpace::UnlinkWaiterLocked(Waiter* w) {
+  (w->prev ? w->prev->next : waiters_head_) = w->next;
+  (w->next ? w->next->prev : waiters_tail_) = w->prev;
+  w->prev = w->next = nullptr;
+}
+
+Status MemSpace::Put(Key key, Value value, Deadline deadline) {
+  const auto start = Clock::now();
+  const size_t size = value.size();
+  auto done = [&](Status s) {
+    stats_.Record(SpaceOp::kPut, start, s);
+    return s;
+  };
+  if (size > options_.max_value_bytes) {
+    return done(Status::ResourceExhausted(
+        fmt::format("value for key '{}' is {} bytes, over the space's max_value_bytes of {}",
+                    key.str(), size, options_.max_value_bytes)));
+  }
+  std::shared_ptr<Waiter> to_wake;
+  {
+    std::unique_lock lock(mu_);
+    if (closed_) return done(CancelledStatus());
+    const size_t max_total = options_.max_total_bytes;
+    if (max_total != 0 && bytes_ + size > max_total) {
+      if (size > max_total) {
+        return done(Status::ResourceExhausted(fmt::format(
+            "value for key '{}' is {} bytes, over the space's max_total_bytes of {}", key.str(),
+            size, max_total)));
+      }
+      ++room_waiters_;
+      while (!closed_ && bytes_ + size > max_total) {
+        if (deadline.infinite()) {
+          room_.wait(lock);
+        } else if (room_.wait_until(lock, deadline.at()) == std::cv_status::timeout &&
+                   bytes_ + size > max_total) {
+          --room_waiters_;
+          return done(Status::ResourceExhausted(fmt::format(
+              "space '{}' is full ({} of max_total_bytes {} in use); put of {} bytes for key "
+              "'{}' waited until its deadline",
+              uri_, bytes_, max_total, size, key.str())));
+        }
+      }
+      --room_waiters_;
+      if (closed_) return done(CancelledStatus());
+    }
+    bytes_ += size;
+    puts_.fetch_add(1, std::memory_order_release);
+    to_wake = SignalWaiterLocked(key);
+    index_.Insert(Tuple{std::move(key), std::move(value)});
+  }
+  if (to_wake) to_wake->cv.notify_one();
+  return done(Status::Ok());
+}
+
+std::shared_ptr<MemSpace::Waiter> MemSpace::SignalWaiterLocked(const Key& key) {
+  for (Waiter* w = waiters_head_; w != nullptr; w = w->next) {
+    if (!w->signaled && w->pattern->Matches(key)) {
+      w->signaled = true;
+      return w->shared_from_this();
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+// How long a getter that found nothing watches for a put before it blocks. A wake-up through
+// the kernel costs a context switch on each side; a put that comes within a few microseconds is
+// picked up without one. Skipped on a single core, where spinning only delays the putter.
+constexpr int kSpinIterations = 1024;
+const bool kCanSpin = std::thread::hardware_concurrency() > 1;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+template <typename TryTake>
+Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& pattern,
+                             Deadline deadline, SpaceOp op, TryTake try_take) {
+  bool spun = false;
+  for (;;) {
+    if (closed_) return CancelledStatus();
+    if (size_t n = try_take(); n > 0) {
+      if (room_waiters_ > 0) room_.notify_all();
+      stats_.CountTaken(n);
+      return Status::Ok();
+    }
+    if (deadline.expired()) {
+      return Status::Timeout(fmt::format(
+          "{}: no tuple matching '{}' in space '{}' before the deadline", SpaceOpName(op),
+          pattern.str(), uri_));
+    }
+    if (kCanSpin && !spun) {
+      spun = true;
+      const uint64_t seen = puts_.load(std::memory_order_relaxed);
+      lock.unlock();
+      for (int i = 0; i < kSpinIterations && puts_.load(std::memory_order_acquire) == seen; ++i) {
+        CpuRelax();
+      }
+      lock.lock();
+      if (puts_.load(std::memory_order_relaxed) != seen) continue;
+    }
+    std::shared_ptr<Waiter> w = ThreadWaiter();
+    w->pattern = &pattern;
+    LinkWaiterLocked(w.get());
+    while (!w->signaled && !closed_) {
+      if (deadline.infinite()) {
+        w->cv.wait(lock);
+      } else if (w->cv.wait_until(lock, deadline.at()) == std::cv_status::timeout) {
+        break;
+      }
+    }
+    UnlinkWaiterLocked(w.get());
+    spun = false;
+    // Signalled, closed or timed out: the loop looks once more before giving up.
+  }
+}
+
+Result<Tuple> MemSpace::Get(const Pattern& pattern, Deadline deadline) {
+  const auto start = Clock::now();
+  std::optional<Tuple> got;
+  std::unique_lock lock(mu_);
+  Status s = WaitAndTake(lock, pattern, deadline, SpaceOp::kGet, [&]() -> size_t {
+    got = index_.TakeOne(pattern);
+    if (!got) return 0;
+    bytes_ -= got->value.size();
+    return 1;
+  });
+  lock.unlock();
+  stats_.Record(SpaceOp::kGet, start, s);
+  if (!s.ok()) return s;
+  return std::move(*got);
+}
+
+Result<std::vector<Tuple>> MemSpace::Take(const Pattern& pattern, size_t max_count,
+                                          Deadline deadline) {
+  const auto start = Clock::now();
+  if (max_count == 0) {
+    Status s = Status::InvalidArgument(
+        fmt::format("take from '{}' with pattern '{}': max_count must be at least 1", uri_,
+                    pattern.str()));
+    stats_.Record(SpaceOp::kTake, start, s);
+    return s;
+  }
+  std::vector<Tuple> got;
+  std::unique_lock lock(mu_);
+  Status s = WaitAndTake(lock, pattern, deadline, SpaceOp::kTake, [&]() -> size_t {
+    size_t n = index_.TakeOldest(pattern, max_count, &got);
+    for (const Tuple& t : got) bytes_ -= t.value.size();
+    return n;
+  });
+  lock.unlock();
+  stats_.Record(SpaceOp::kTake, start, s);
+  if (!s.ok()) return s;
+  return got;
+}
+
+Result<std::optional<Tuple>> MemSpace::Read(const Pattern& pattern) {
+  const auto start = Clock::now();
+  std::unique_lock lock(mu_);
+  if (closed_) {
+    stats_.Record(SpaceOp::kRead, start, CancelledStatus());
+    return CancelledStatus();
+  }
+  std::optional<Tuple> out;
+  if (const Tuple* t = index_.FindOldest(pattern)) out = *t;
+  stats_.Record(SpaceOp::kRead, start, Status::Ok());
+  return out;
+}
+
+Result<std::vector<Tuple>> MemSpace::ReadAll(const Pattern& pattern, size_t limit) {
+  const auto start = Clock::now();
+  std::unique_lock lock(mu_);
+  if (closed_) {
+    stats_.Record(SpaceOp::kReadAll, start, CancelledStatus());
+    return CancelledStatus();
+  }
+  std::vector<Tuple> out = index_.ReadAll(pattern, limit);
+  stats_.Record(SpaceOp::kReadAll, start, Status::Ok());
+  return out;
+}
+
+void MemSpace::Close() {
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  for (Waiter* w = waiters_head_; w != nullptr; w = w->next) w->cv.notify_all();
+  room_.notify_all();
+}
+
+SpaceStats MemSpace::Stats() const {
+  std::lock_guard lock(mu_);
+  return stats_.Snapshot(index_.size(), bytes_);
+}
+
+Status RegisterMemSpace() {
+  return RegisterSpaceScheme(
+      "mem", [](std::string_view uri, const SpaceOptions& base) -> Result<std::unique_ptr<Space>> {
+        ACAN_ASSIGN_OR_RETURN(SpaceUri parsed, SpaceUri::Parse(uri));
+        if (!parsed.authority.empty() || !parsed.path.empty()) {
+          return Status::InvalidArgument(fmt::format(
+              "space URI '{}': mem: takes no host or path; use 'mem:' or 'mem:?max_total_bytes=N'",
+              uri));
+        }
+        SpaceOptions options = base;
+        ACAN_RETURN_IF_ERROR(parsed.ApplySizeOptions(&options));
+        ACAN_RETURN_IF_ERROR(parsed.RejectUnusedParams());
+        return std::unique_ptr<Space>(new MemSpace(std::string(uri), options));
+      });
+}
+
+}  // namespace acan::mem

@@ -1,0 +1,81 @@
+#include "space/mem/mem_space.h"
+
+#include "space/space_conformance.h"
+
+namespace acan::testing {
+namespace {
+
+struct MemFactory {
+  static Result<std::unique_ptr<Space>> Open(const SpaceOptions& options) {
+    return OpenSpace("mem:", options);
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(Mem, SpaceConformance, MemFactory);
+
+TEST(MemSpaceTest, ValuesAreSharedNotCopied) {
+  auto s = OpenSpace("mem:");
+  ASSERT_TRUE(s.ok());
+  Value tensor = Value::FromVector(std::vector<float>(1 << 16, 1.5f));
+  ASSERT_TRUE((*s)->Put("p.w", tensor).ok());
+  auto read = (*s)->Read("p.w");
+  ASSERT_TRUE(read.ok() && read->has_value());
+  EXPECT_TRUE((*read)->value.SharesBufferWith(tensor));
+  auto got = (*s)->Get("p.w", Deadline::Now());
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->value.SharesBufferWith(tensor));
+  EXPECT_EQ(got->value.As<float>()[100], 1.5f);
+}
+
+TEST(MemSpaceTest, UriParametersSetLimits) {
+  auto s = OpenSpace("mem:?max_value_bytes=4&max_total_bytes=10");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->Put("a", Value::FromString("12345")).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE((*s)->Put("a", Value::FromString("1234")).ok());
+  EXPECT_EQ((*s)->uri(), "mem:?max_value_bytes=4&max_total_bytes=10");
+}
+
+TEST(MemSpaceTest, BadUrisAreClearErrors) {
+  auto unknown = OpenSpace("redis://localhost");
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("unknown space scheme 'redis'"), std::string::npos)
+      << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find("mem:"), std::string::npos);
+  auto typo = OpenSpace("mem:?max_totl_bytes=3");
+  EXPECT_NE(typo.status().message().find("unknown parameter 'max_totl_bytes'"), std::string::npos)
+      << typo.status().message();
+  auto notnum = OpenSpace("mem:?max_total_bytes=lots");
+  EXPECT_EQ(notnum.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenSpace("noscheme").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenSpace("mem://host").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MemSpaceTest, RegistryRefusesDuplicateScheme) {
+  ASSERT_TRUE(OpenSpace("mem:").ok());  // built-ins are registered
+  Status s = RegisterSpaceScheme("mem", [](std::string_view, const SpaceOptions&)
+                                            -> Result<std::unique_ptr<Space>> {
+    return Status::Internal("unused");
+  });
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+}
+
+TEST(MemSpaceTest, OneTupleWakesOneWaiter) {
+  auto s = OpenSpace("mem:");
+  ASSERT_TRUE(s.ok());
+  Space& space = **s;
+  std::atomic<int> got{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back([&] {
+      if (space.Get("w.>", Deadline::After(300ms)).ok()) ++got;
+    });
+  }
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(space.Put("w.1", Value::FromString("x")).ok());
+  ASSERT_TRUE(space.Put("w.2", Value::FromString("y")).ok());
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(got.load(), 2);
+  EXPECT_EQ(space.Stats().timeouts, 2u);
+}
+
+}  // namespace
+}  // namespace acan::testing

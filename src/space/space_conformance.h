@@ -1,0 +1,231 @@
+// The space contract as one typed test suite (DESIGN.md section 3). Each backend instantiates it
+// with a factory type that has
+//   static acan::Result<std::unique_ptr<acan::Space>> Open(const acan::SpaceOptions&);
+// e.g. INSTANTIATE_TYPED_TEST_SUITE_P(Mem, SpaceConformance, MemFactory);
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "acan/space.h"
+
+namespace acan::testing {
+
+using namespace std::chrono_literals;
+
+template <typename Factory>
+class SpaceConformance : public ::testing::Test {
+ protected:
+  std::unique_ptr<Space> Open(SpaceOptions options = {}) {
+    auto s = Factory::Open(options);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  static Value V(std::string_view s) { return Value::FromString(s); }
+  static std::string GetStr(Space& s, std::string_view pattern) {
+    auto t = s.Get(pattern, Deadline::After(2s));
+    return t.ok() ? std::string(t->value.AsString()) : "<" + t.status().ToString() + ">";
+  }
+};
+TYPED_TEST_SUITE_P(SpaceConformance);
+
+struct MatchCase {
+  const char* pattern;
+  const char* key;
+  bool matches;
+};
+inline constexpr MatchCase kMatchCases[] = {
+    {"a", "a", true},           {"a", "b", false},         {"a.b", "a.b", true},
+    {"a.b", "a", false},        {"a", "a.b", false},       {"a.*", "a.b", true},
+    {"a.*", "a", false},        {"a.*", "a.b.c", false},   {"*.b", "a.b", true},
+    {"*.b", "a.c", false},      {"a.*.c", "a.x.c", true},  {"a.*.c", "a.x.d", false},
+    {"a.>", "a.b", true},       {"a.>", "a.b.c.d", true},  {"a.>", "a", false},
+    {">", "a", true},           {">", "a.b.c", true},      {"*", "a", true},
+    {"*", "a.b", false},        {"*.*", "a.b", true},      {"a.*.>", "a.b.c", true},
+    {"a.*.>", "a.b", false},    {"task.fwd.>", "task.bwd.1", false},
+    {"A-b_9.*", "A-b_9.x", true}, {"a.b", "a.B", false},
+};
+
+TYPED_TEST_P(SpaceConformance, MatchingRules) {
+  for (const MatchCase& c : kMatchCases) {
+    auto space = this->Open();
+    ASSERT_TRUE(space->Put(c.key, this->V("v")).ok());
+    auto r = space->Read(c.pattern);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->has_value(), c.matches) << "pattern " << c.pattern << " key " << c.key;
+    if (r->has_value()) {
+      EXPECT_EQ((*r)->key.str(), c.key);
+    }
+  }
+}
+
+TYPED_TEST_P(SpaceConformance, OldestMatchFirstAndMultiset) {
+  auto s = this->Open();
+  ASSERT_TRUE(s->Put("t.fwd.1", this->V("1")).ok());
+  ASSERT_TRUE(s->Put("t.bwd.1", this->V("2")).ok());
+  ASSERT_TRUE(s->Put("t.fwd.1", this->V("3")).ok());  // equal keys coexist
+  ASSERT_TRUE(s->Put("t.fwd.0", this->V("4")).ok());
+  EXPECT_EQ(this->GetStr(*s, "t.fwd.*"), "1");
+  EXPECT_EQ(this->GetStr(*s, "t.>"), "2");
+  EXPECT_EQ(this->GetStr(*s, "*.fwd.*"), "3");
+  EXPECT_EQ(this->GetStr(*s, "t.*.0"), "4");
+  EXPECT_FALSE(s->Read("t.>")->has_value());
+}
+
+TYPED_TEST_P(SpaceConformance, ReadDoesNotRemove) {
+  auto s = this->Open();
+  ASSERT_TRUE(s->Put("p.w.0", this->V("x")).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto r = s->Read("p.w.0");
+    ASSERT_TRUE(r.ok() && r->has_value());
+    EXPECT_EQ((*r)->value.AsString(), "x");
+  }
+  EXPECT_EQ(this->GetStr(*s, "p.w.0"), "x");
+}
+
+TYPED_TEST_P(SpaceConformance, BlockedGetWokenByPut) {
+  auto s = this->Open();
+  std::string got;
+  std::thread getter([&] { got = this->GetStr(*s, "r.*"); });
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(s->Put("other.1", this->V("no")).ok());  // does not match: must not wake it up
+  ASSERT_TRUE(s->Put("r.7", this->V("yes")).ok());
+  getter.join();
+  EXPECT_EQ(got, "yes");
+  EXPECT_TRUE(s->Read("other.1")->has_value());
+}
+
+TYPED_TEST_P(SpaceConformance, DeadlinesTimeOut) {
+  auto s = this->Open();
+  auto start = Clock::now();
+  auto r = s->Get("none", Deadline::After(100ms));
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
+  EXPECT_GE(Clock::now() - start, 100ms);
+  EXPECT_NE(r.status().message().find("none"), std::string::npos) << r.status().message();
+  EXPECT_EQ(s->Take("none", 4, Deadline::Now()).status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(s->Stats().timeouts, 2u);
+}
+
+TYPED_TEST_P(SpaceConformance, CloseCancelsWaitersAndLaterCalls) {
+  auto s = this->Open();
+  std::atomic<int> cancelled{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 3; ++i) {
+    waiters.emplace_back([&] {
+      if (s->Get("never", Deadline::Infinite()).status().IsCancelled()) ++cancelled;
+    });
+  }
+  std::this_thread::sleep_for(50ms);
+  s->Close();
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(cancelled.load(), 3);
+  EXPECT_TRUE(s->Put("a", this->V("x")).IsCancelled());
+  EXPECT_TRUE(s->Read("a").status().IsCancelled());
+  EXPECT_TRUE(s->Get("a", Deadline::Now()).status().IsCancelled());
+}
+
+TYPED_TEST_P(SpaceConformance, OversizeValueRejected) {
+  SpaceOptions o;
+  o.max_value_bytes = 16;
+  auto s = this->Open(o);
+  Status st = s->Put("big", Value::FromString(std::string(17, 'x')));
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("17 bytes"), std::string::npos) << st.message();
+  EXPECT_FALSE(s->Read("big")->has_value());
+  EXPECT_TRUE(s->Put("ok", Value::FromString(std::string(16, 'x'))).ok());
+}
+
+TYPED_TEST_P(SpaceConformance, BackPressureUntilDeadlineThenRoom) {
+  SpaceOptions o;
+  o.max_total_bytes = 100;
+  auto s = this->Open(o);
+  ASSERT_TRUE(s->Put("a", Value::FromString(std::string(60, 'a'))).ok());
+  Status full = s->Put("b", Value::FromString(std::string(60, 'b')), Deadline::After(50ms));
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.ToString();
+  EXPECT_FALSE(s->Read("b")->has_value());
+  // A blocked put proceeds as soon as a take makes room.
+  Status later;
+  std::thread putter([&] { later = s->Put("b", Value::FromString(std::string(60, 'b'))); });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(s->Read("b")->has_value());
+  EXPECT_EQ(this->GetStr(*s, "a").size(), 60u);
+  putter.join();
+  EXPECT_TRUE(later.ok()) << later.ToString();
+  EXPECT_TRUE(s->Read("b")->has_value());
+  EXPECT_EQ(s->Stats().bytes, 60u);
+}
+
+TYPED_TEST_P(SpaceConformance, BulkTakeAndReadAll) {
+  auto s = this->Open();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->Put("job.t." + std::to_string(i), this->V(std::to_string(i))).ok());
+  ASSERT_TRUE(s->Put("job.x", this->V("x")).ok());
+  auto all = s->ReadAll("job.t.*");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ((*all)[i].value.AsString(), std::to_string(i));
+  EXPECT_EQ(s->ReadAll("job.>", 2)->size(), 2u);
+  auto pouch = s->Take("job.t.*", 3, Deadline::Now());
+  ASSERT_TRUE(pouch.ok());
+  ASSERT_EQ(pouch->size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((*pouch)[i].key.str(), "job.t." + std::to_string(i));
+  auto rest = s->Take("job.>", 10, Deadline::Now());
+  ASSERT_EQ(rest->size(), 3u);
+  EXPECT_EQ((*rest)[2].key.str(), "job.x");
+  EXPECT_EQ(s->Stats().tuples, 0u);
+}
+
+TYPED_TEST_P(SpaceConformance, BlockedTakeWaitsForFirstMatch) {
+  auto s = this->Open();
+  Result<std::vector<Tuple>> got = Status::Internal("unset");
+  std::thread t([&] { got = s->Take("q.>", 8, Deadline::After(5s)); });
+  std::this_thread::sleep_for(30ms);
+  ASSERT_TRUE(s->Put("q.1", this->V("1")).ok());
+  t.join();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_GE(got->size(), 1u);
+}
+
+TYPED_TEST_P(SpaceConformance, BadInputIsRejectedAndNothingStored) {
+  auto s = this->Open();
+  Status st = s->Put("a..b", this->V("x"));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("byte 2"), std::string::npos) << st.message();
+  EXPECT_EQ(s->Put("a.*", this->V("x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Put("a b", this->V("x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Read("a.>.b").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Get("", Deadline::Now()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Take("a", 0, Deadline::Now()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Stats().tuples, 0u);
+  EXPECT_EQ(s->ReadAll(">")->size(), 0u);
+}
+
+TYPED_TEST_P(SpaceConformance, StatsCountOperations) {
+  auto s = this->Open();
+  ASSERT_TRUE(s->Put("a.1", this->V("abc")).ok());
+  ASSERT_TRUE(s->Put("a.2", this->V("de")).ok());
+  SpaceStats st = s->Stats();
+  EXPECT_EQ(st.tuples, 2u);
+  EXPECT_EQ(st.bytes, 5u);
+  ASSERT_TRUE(s->Read("a.1").ok());
+  ASSERT_TRUE(s->Get("a.1", Deadline::Now()).ok());
+  st = s->Stats();
+  EXPECT_EQ(st.calls[size_t(SpaceOp::kPut)], 2u);
+  EXPECT_EQ(st.calls[size_t(SpaceOp::kRead)], 1u);
+  EXPECT_EQ(st.calls[size_t(SpaceOp::kGet)], 1u);
+  EXPECT_EQ(st.latency[size_t(SpaceOp::kPut)].total, 2u);
+  EXPECT_EQ(st.tuples_taken, 1u);
+  EXPECT_EQ(st.tuples, 1u);
+  EXPECT_EQ(st.bytes, 2u);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
+                            ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
+                            CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
+                            BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll,
+                            BlockedTakeWaitsForFirstMatch, BadInputIsRejectedAndNothingStored,
+                            StatsCountOperations);
+
+}  // namespace acan::testing
