@@ -75,10 +75,10 @@ struct RuntimeConfig {
 };
 
 struct ChaosConfig {
-  bool enabled = false;        // true when the [chaos] section is present
-  std::vector<double> speeds;  // per-handler slow-down factors, cycled over handlers
-  double speed_change_s = 0;   // 0 = speeds never change
-  double crash_interval_s = 0; // 0 = no crashes
+  bool enabled = false;         // true when the [chaos] section is present
+  std::vector<double> speeds;   // per-handler slow-down factors, cycled over handlers
+  double speed_change_s = 0;    // 0 = speeds never change
+  double crash_interval_s = 0;  // 0 = no crashes
   double crash_probability = 0;
   bool crash_manager = false;
 };

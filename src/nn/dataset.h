@@ -1,0 +1,75 @@
+// Training data in memory and the mini-batch schedule. A Dataset holds features and targets as
+// row-major float32; LoadDataset builds one from the job's [data] section (synthetic, csv, idx or
+// the fashion-mnist package) and checks it against the model's input and output widths. Batcher
+// turns a global step number into its mini-batch: epoch = step / BatchesPerEpoch(), rows taken in
+// a per-epoch order shuffled with (seed, epoch), so any process computes the same batch for a
+// step. Dataset is a plain value; a Batcher is not thread-safe (it caches the current epoch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acan/nn/job.h"
+#include "acan/status.h"
+
+namespace acan::nn {
+
+struct Dataset {
+  int64_t rows = 0;
+  int64_t features = 0;
+  int64_t target_width = 0;     // regression: outputs per row; classification: 1 (the label)
+  bool classification = false;  // targets are integral class labels
+  int64_t classes = 0;          // classification: 1 + the largest label
+  std::vector<float> x;         // rows x features
+  std::vector<float> y;         // rows x target_width
+
+  // Keeps the first n rows (n <= 0 or n >= rows: unchanged).
+  void Truncate(int64_t n);
+};
+
+// The feasibility task's data: inputs uniform in [-1, 1); a regression target
+// t_o = 0.8 * sin(a_o . x) with seeded a_o ~ U(-1, 1)^n / sqrt(n) * 2, or, when `classification`,
+// the label argmax_o (a_o . x) over `outputs` classes. Deterministic for a seed.
+Dataset MakeSynthetic(int64_t samples, int64_t inputs, int64_t outputs, bool classification,
+                      uint64_t seed);
+
+// The dataset of a job's [data] section, checked against model.layers and model.loss.
+Result<Dataset> LoadDataset(const JobConfig& job);
+
+// Checks a dataset's widths against the model: features == layers[0]; regression targets ==
+// layers.back(); classification labels < layers.back().
+Status CheckDataset(const Dataset& data, const JobConfig& job, const std::string& source);
+
+// Fraction of rows whose argmax of z[rows, classes] equals the label (classification).
+double Accuracy(const float* z, const float* labels, int64_t rows, int64_t classes);
+
+struct Batch {
+  int64_t rows = 0;
+  std::vector<float> x;  // rows x features
+  std::vector<float> t;  // rows x target_width
+};
+
+class Batcher {
+ public:
+  // REQUIRES: data outlives the Batcher; batch >= 1.
+  Batcher(const Dataset* data, int64_t batch, bool shuffle, uint64_t seed);
+
+  int64_t BatchesPerEpoch() const { return (data_->rows + batch_ - 1) / batch_; }
+  // Rows of the mini-batch of global step `step` (the last batch of an epoch may be smaller).
+  int64_t BatchRows(int64_t step) const;
+  // The mini-batch of global step `step`.
+  Batch Get(int64_t step);
+  // Row order of an epoch: identity without shuffle, else a Fisher-Yates permutation.
+  std::vector<int64_t> EpochOrder(int64_t epoch) const;
+
+ private:
+  const Dataset* data_;
+  int64_t batch_;
+  bool shuffle_;
+  uint64_t seed_;
+  int64_t cached_epoch_ = -1;
+  std::vector<int64_t> order_;
+};
+
+}  // namespace acan::nn

@@ -1,0 +1,336 @@
+#include "nn/executor.h"
+
+#include <algorithm>
+#include <string>
+
+#include "nn/kernels.h"
+
+namespace acan::nn {
+namespace {
+
+using Inputs = std::span<const std::span<const float>>;
+
+int64_t TargetWidth(const TaskSpec& t) { return t.loss == LossKind::kMse ? t.widths.back() : 1; }
+int64_t WeightSize(const TaskSpec& t, int l) { return t.widths[l + 1] * t.widths[l]; }
+// Width of block r when `n` is split into blocks of `block` (0 = one block).
+int64_t BlockWidth(int64_t n, int64_t block, int64_t r) {
+  if (block == 0) return n;
+  return std::min(n, (r + 1) * block) - r * block;
+}
+Activation ActOf(const TaskSpec& t, int layer) {
+  return layer == t.NumLayers() - 1 ? Activation::kIdentity : t.activation;
+}
+
+// h_l for l in [l0, l1) from a (rows x widths[l0]); w/b point at each layer's parameters.
+void ForwardLayers(const TaskSpec& t, const float* a, int l0, int l1, const float* const* w,
+                   const float* const* b, std::vector<std::vector<float>>* hs) {
+  const float* in = a;
+  for (int l = l0; l < l1; ++l) {
+    std::vector<float>& h = (*hs)[l - l0];
+    h.resize(t.rows * t.widths[l + 1]);
+    DenseForward(in, t.rows, t.widths[l], w[l - l0], t.widths[l], t.widths[l + 1], b[l - l0],
+                 h.data());
+    ApplyActivation(ActOf(t, l), h.data(), static_cast<int64_t>(h.size()));
+    in = h.data();
+  }
+}
+
+// Backward through layers [l0, l1): dz is d loss / dz of layer l1-1 (consumed), acts[l - l0] is
+// the input of layer l. Writes gw/gb per layer and, when dz_prev is not null, d loss / dz of l0-1.
+void BackwardLayers(const TaskSpec& t, std::vector<float> dz, int l0, int l1,
+                    const std::vector<const float*>& acts, const float* const* w,
+                    std::vector<float>* gw, std::vector<float>* gb, std::vector<float>* dz_prev) {
+  for (int l = l1 - 1; l >= l0; --l) {
+    const int64_t in = t.widths[l], out = t.widths[l + 1];
+    const int i = l - l0;
+    gw[i].resize(out * in);
+    gb[i].resize(out);
+    WeightGrad(dz.data(), out, acts[i], in, t.rows, out, in, gw[i].data(), in);
+    BiasGrad(dz.data(), out, t.rows, out, gb[i].data());
+    if (l == l0 && dz_prev == nullptr) break;
+    std::vector<float> da(t.rows * in);
+    InputGrad(dz.data(), out, t.rows, out, w[i], in, in, da.data(), in);
+    ApplyActivationGrad(ActOf(t, l - 1), acts[i], da.data(), static_cast<int64_t>(da.size()));
+    dz = std::move(da);
+  }
+  if (dz_prev != nullptr) *dz_prev = std::move(dz);
+}
+
+Status RunLoss(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  const int64_t o = t.widths.back();
+  const int parts = std::max(1, t.parts);
+  const float* z = in[0].data();
+  std::vector<float> whole;
+  if (parts > 1) {  // gather the row blocks into rows x o
+    whole.resize(t.rows * o);
+    for (int p = 0; p < parts; ++p) {
+      const int64_t w = BlockWidth(o, t.block, p), off = p * t.block;
+      for (int64_t r = 0; r < t.rows; ++r)
+        std::copy_n(in[p].data() + r * w, w, &whole[r * o + off]);
+    }
+    z = whole.data();
+  }
+  std::vector<float> dz(t.rows * o);
+  ACAN_ASSIGN_OR_RETURN(LossValue v, ComputeLoss(t.loss, z, t.rows, o, in[parts].data(),
+                                                 1.0 / static_cast<double>(t.batch), dz.data()));
+  (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
+  if (parts == 1) {
+    (*out)[1] = std::move(dz);
+    return Status::Ok();
+  }
+  for (int p = 0; p < parts; ++p) {
+    const int64_t w = BlockWidth(o, t.block, p), off = p * t.block;
+    std::vector<float>& d = (*out)[1 + p];
+    d.resize(t.rows * w);
+    for (int64_t r = 0; r < t.rows; ++r) std::copy_n(&dz[r * o + off], w, &d[r * w]);
+  }
+  return Status::Ok();
+}
+
+void RunUpdate(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  const int64_t rows = t.widths[t.layer + 1], cols = t.bias ? 1 : t.widths[t.layer];
+  const int64_t n = rows * cols;
+  std::vector<float>& w = (*out)[0];
+  w.resize(n);
+  // The gradient: tiles placed (tiles strategy) or micro-batch gradients summed in input order.
+  std::vector<float> g_sum;
+  const float* g = in[1].data();
+  if (t.block > 0 && t.parts > 1) {
+    g_sum.resize(n);
+    const int64_t nc = t.bias ? 1 : (cols + t.block - 1) / t.block;
+    for (int p = 0; p < t.parts; ++p) {
+      const int64_t r = p / nc, c = p % nc;
+      const int64_t rw = BlockWidth(rows, t.block, r),
+                    cw = t.bias ? 1 : BlockWidth(cols, t.block, c);
+      for (int64_t i = 0; i < rw; ++i)
+        std::copy_n(in[1 + p].data() + i * cw, cw, &g_sum[(r * t.block + i) * cols + c * t.block]);
+    }
+    g = g_sum.data();
+  } else if (t.parts > 1) {
+    g_sum.assign(in[1].begin(), in[1].end());
+    for (int p = 1; p < t.parts; ++p) {
+      const float* gp = in[1 + p].data();
+      for (int64_t i = 0; i < n; ++i) g_sum[i] += gp[i];
+    }
+    g = g_sum.data();
+  }
+  if (t.momentum > 0) {
+    std::vector<float>& v = (*out)[1];
+    v.resize(n);
+    SgdUpdate(in[0].data(), g, in[1 + t.parts].data(), t.lr, t.momentum, n, w.data(), v.data());
+  } else {
+    SgdUpdate(in[0].data(), g, nullptr, t.lr, 0, n, w.data(), nullptr);
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> InputSizes(const TaskSpec& t) {
+  std::vector<int64_t> s;
+  const int L = t.NumLayers();
+  switch (t.op) {
+    case TaskOp::kTileForward:
+      return {t.rows * (t.c1 - t.c0), WeightSize(t, t.layer)};
+    case TaskOp::kTileActivation:
+      s.assign(t.parts, t.rows * (t.r1 - t.r0));
+      s.push_back(t.widths[t.layer + 1]);
+      return s;
+    case TaskOp::kLoss:
+      for (int p = 0; p < std::max(1, t.parts); ++p)
+        s.push_back(t.rows * BlockWidth(t.widths.back(), t.block, p));
+      s.push_back(t.rows * TargetWidth(t));
+      return s;
+    case TaskOp::kTileBackward:
+      return {t.rows * (t.r1 - t.r0), t.rows * (t.c1 - t.c0), WeightSize(t, t.layer)};
+    case TaskOp::kTileInputGrad:
+      s.assign(t.parts + 1, t.rows * (t.c1 - t.c0));
+      return s;
+    case TaskOp::kMicroBatch:
+      s = {t.rows * t.widths[0], t.rows * TargetWidth(t)};
+      for (int l = 0; l < L; ++l) s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
+      return s;
+    case TaskOp::kStageForward:
+      s = {t.rows * t.widths[t.layer]};
+      for (int l = t.layer; l < t.layer_end; ++l)
+        s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
+      return s;
+    case TaskOp::kStageBackward:
+      s = {t.rows * t.widths[t.layer_end], t.rows * t.widths[t.layer]};
+      for (int l = t.layer; l + 1 < t.layer_end; ++l) s.push_back(t.rows * t.widths[l + 1]);
+      for (int l = t.layer; l < t.layer_end; ++l) s.push_back(WeightSize(t, l));
+      return s;
+    case TaskOp::kUpdate: {
+      const int64_t rows = t.widths[t.layer + 1], cols = t.bias ? 1 : t.widths[t.layer];
+      s.push_back(rows * cols);
+      if (t.block > 0) {
+        const int64_t nc = t.bias ? 1 : (cols + t.block - 1) / t.block;
+        for (int p = 0; p < t.parts; ++p)
+          s.push_back(BlockWidth(rows, t.block, p / nc) *
+                      (t.bias ? 1 : BlockWidth(cols, t.block, p % nc)));
+      } else {
+        for (int p = 0; p < t.parts; ++p) s.push_back(rows * cols);
+      }
+      if (t.momentum > 0) s.push_back(rows * cols);
+      return s;
+    }
+  }
+  return s;
+}
+
+std::vector<int64_t> OutputSizes(const TaskSpec& t) {
+  std::vector<int64_t> s;
+  switch (t.op) {
+    case TaskOp::kTileForward:
+    case TaskOp::kTileActivation:
+      return {t.rows * (t.r1 - t.r0)};
+    case TaskOp::kLoss:
+      s.push_back(2);
+      for (int p = 0; p < std::max(1, t.parts); ++p)
+        s.push_back(t.rows * BlockWidth(t.widths.back(), t.block, p));
+      return s;
+    case TaskOp::kTileBackward:
+      s.push_back((t.r1 - t.r0) * (t.c1 - t.c0));
+      if (t.c0 == 0) s.push_back(t.r1 - t.r0);
+      if (t.layer > 0) s.push_back(t.rows * (t.c1 - t.c0));
+      return s;
+    case TaskOp::kTileInputGrad:
+      return {t.rows * (t.c1 - t.c0)};
+    case TaskOp::kMicroBatch:
+      s.push_back(2);
+      for (int l = 0; l < t.NumLayers(); ++l)
+        s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
+      return s;
+    case TaskOp::kStageForward:
+      for (int l = t.layer; l < t.layer_end; ++l) s.push_back(t.rows * t.widths[l + 1]);
+      return s;
+    case TaskOp::kStageBackward:
+      for (int l = t.layer; l < t.layer_end; ++l)
+        s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
+      if (t.layer > 0) s.push_back(t.rows * t.widths[t.layer]);
+      return s;
+    case TaskOp::kUpdate: {
+      const int64_t n = t.widths[t.layer + 1] * (t.bias ? 1 : t.widths[t.layer]);
+      s.push_back(n);
+      if (t.momentum > 0) s.push_back(n);
+      return s;
+    }
+  }
+  return s;
+}
+
+Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  InitBlas();
+  const std::vector<int64_t> sizes = InputSizes(t);
+  if (in.size() != sizes.size() || in.size() != t.inputs.size()) {
+    return Status::InvalidArgument("task " + t.key + ": got " + std::to_string(in.size()) +
+                                   " inputs, expected " + std::to_string(sizes.size()));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (static_cast<int64_t>(in[i].size()) != sizes[i]) {
+      return Status::InvalidArgument("task " + t.key + ": input " + t.inputs[i] + " has " +
+                                     std::to_string(in[i].size()) + " values, expected " +
+                                     std::to_string(sizes[i]) +
+                                     " (a tensor of another step or task size?)");
+    }
+  }
+  out->assign(t.outputs.size(), {});
+  const int L = t.NumLayers();
+  switch (t.op) {
+    case TaskOp::kTileForward: {
+      const int64_t ld = t.widths[t.layer];
+      (*out)[0].resize(t.rows * (t.r1 - t.r0));
+      DenseForward(in[0].data(), t.rows, t.c1 - t.c0, in[1].data() + t.r0 * ld + t.c0, ld,
+                   t.r1 - t.r0, nullptr, (*out)[0].data());
+      break;
+    }
+    case TaskOp::kTileActivation: {
+      const int64_t n = t.r1 - t.r0;
+      std::vector<float>& h = (*out)[0];
+      h.assign(in[0].begin(), in[0].end());
+      for (int p = 1; p < t.parts; ++p)
+        for (size_t i = 0; i < h.size(); ++i) h[i] += in[p][i];
+      const float* b = in[t.parts].data() + t.r0;
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t j = 0; j < n; ++j) h[r * n + j] += b[j];
+      ApplyActivation(ActOf(t, t.layer), h.data(), static_cast<int64_t>(h.size()));
+      break;
+    }
+    case TaskOp::kLoss:
+      ACAN_RETURN_IF_ERROR(RunLoss(t, in, out));
+      break;
+    case TaskOp::kTileBackward: {
+      const int64_t ld = t.widths[t.layer], n = t.r1 - t.r0, k = t.c1 - t.c0;
+      const float* w = in[2].data() + t.r0 * ld + t.c0;
+      size_t o = 0;
+      (*out)[o].resize(n * k);
+      WeightGrad(in[0].data(), n, in[1].data(), k, t.rows, n, k, (*out)[o++].data(), k);
+      if (t.c0 == 0) {
+        (*out)[o].resize(n);
+        BiasGrad(in[0].data(), n, t.rows, n, (*out)[o++].data());
+      }
+      if (t.layer > 0) {
+        (*out)[o].resize(t.rows * k);
+        InputGrad(in[0].data(), n, t.rows, n, w, ld, k, (*out)[o].data(), k);
+      }
+      break;
+    }
+    case TaskOp::kTileInputGrad: {
+      std::vector<float>& d = (*out)[0];
+      d.assign(in[0].begin(), in[0].end());
+      for (int p = 1; p < t.parts; ++p)
+        for (size_t i = 0; i < d.size(); ++i) d[i] += in[p][i];
+      ApplyActivationGrad(ActOf(t, t.layer - 1), in[t.parts].data(), d.data(),
+                          static_cast<int64_t>(d.size()));
+      break;
+    }
+    case TaskOp::kMicroBatch: {
+      std::vector<const float*> w(L), b(L), acts(L);
+      for (int l = 0; l < L; ++l) w[l] = in[2 + 2 * l].data(), b[l] = in[3 + 2 * l].data();
+      std::vector<std::vector<float>> hs(L);
+      ForwardLayers(t, in[0].data(), 0, L, w.data(), b.data(), &hs);
+      acts[0] = in[0].data();
+      for (int l = 1; l < L; ++l) acts[l] = hs[l - 1].data();
+      std::vector<float> dz(t.rows * t.widths.back());
+      ACAN_ASSIGN_OR_RETURN(
+          LossValue v, ComputeLoss(t.loss, hs.back().data(), t.rows, t.widths.back(), in[1].data(),
+                                   1.0 / static_cast<double>(t.batch), dz.data()));
+      (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
+      std::vector<std::vector<float>> gw(L), gb(L);
+      BackwardLayers(t, std::move(dz), 0, L, acts, w.data(), gw.data(), gb.data(), nullptr);
+      for (int l = 0; l < L; ++l) {
+        (*out)[1 + 2 * l] = std::move(gw[l]);
+        (*out)[2 + 2 * l] = std::move(gb[l]);
+      }
+      break;
+    }
+    case TaskOp::kStageForward: {
+      const int n = t.layer_end - t.layer;
+      std::vector<const float*> w(n), b(n);
+      for (int i = 0; i < n; ++i) w[i] = in[1 + 2 * i].data(), b[i] = in[2 + 2 * i].data();
+      ForwardLayers(t, in[0].data(), t.layer, t.layer_end, w.data(), b.data(), out);
+      break;
+    }
+    case TaskOp::kStageBackward: {
+      const int n = t.layer_end - t.layer;
+      std::vector<const float*> acts(n), w(n);
+      for (int i = 0; i < n; ++i) acts[i] = in[1 + i].data();
+      for (int i = 0; i < n; ++i) w[i] = in[1 + n + i].data();
+      std::vector<std::vector<float>> gw(n), gb(n);
+      std::vector<float> dz_prev;
+      BackwardLayers(t, std::vector<float>(in[0].begin(), in[0].end()), t.layer, t.layer_end, acts,
+                     w.data(), gw.data(), gb.data(), t.layer > 0 ? &dz_prev : nullptr);
+      for (int i = 0; i < n; ++i) {
+        (*out)[2 * i] = std::move(gw[i]);
+        (*out)[2 * i + 1] = std::move(gb[i]);
+      }
+      if (t.layer > 0) (*out)[2 * n] = std::move(dz_prev);
+      break;
+    }
+    case TaskOp::kUpdate:
+      RunUpdate(t, in, out);
+      break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace acan::nn

@@ -1,0 +1,25 @@
+// Runs one task: a pure function from its input tensors to its output tensors. The same spec and
+// inputs give bitwise the same outputs (every reduction runs in the order of the inputs), which
+// is what lets a distributed run with window 1 reproduce the reference trainer exactly.
+// Thread-safe: tasks may run concurrently on different threads.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "acan/status.h"
+#include "nn/task.h"
+
+namespace acan::nn {
+
+// inputs[i] holds the tensor named task.inputs[i]; on success outputs holds one tensor per
+// task.outputs, in that order. Input sizes are checked against the spec (InvalidArgument naming
+// the task and the key); label values are checked by the loss.
+Status ExecuteTask(const TaskSpec& task, std::span<const std::span<const float>> inputs,
+                   std::vector<std::vector<float>>* outputs);
+
+// The float count of every input and output of a task, in order (for checks and allocation).
+std::vector<int64_t> InputSizes(const TaskSpec& task);
+std::vector<int64_t> OutputSizes(const TaskSpec& task);
+
+}  // namespace acan::nn

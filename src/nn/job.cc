@@ -1,0 +1,370 @@
+#include "acan/nn/job.h"
+
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace acan::nn {
+namespace {
+
+template <typename E, size_t N>
+Result<E> ParseEnum(std::string_view what, std::string_view name,
+                    const std::pair<std::string_view, E> (&table)[N]) {
+  std::string options;
+  for (const auto& [n, e] : table) {
+    if (n == name) return e;
+    if (!options.empty()) options += " | ";
+    options += n;
+  }
+  return Status::InvalidArgument("unknown " + std::string(what) + " \"" + std::string(name) +
+                                 "\"; use one of: " + options);
+}
+
+constexpr std::pair<std::string_view, Activation> kActivations[] = {
+    {"relu", Activation::kRelu},
+    {"tanh", Activation::kTanh},
+    {"sigmoid", Activation::kSigmoid},
+    {"identity", Activation::kIdentity}};
+constexpr std::pair<std::string_view, LossKind> kLosses[] = {
+    {"mse", LossKind::kMse}, {"softmax_cross_entropy", LossKind::kSoftmaxCrossEntropy}};
+constexpr std::pair<std::string_view, DataSource> kSources[] = {
+    {"synthetic", DataSource::kSynthetic},
+    {"csv", DataSource::kCsv},
+    {"idx", DataSource::kIdx},
+    {"fashion-mnist", DataSource::kFashionMnist}};
+constexpr std::pair<std::string_view, Strategy> kStrategies[] = {
+    {"tiles", Strategy::kTiles}, {"data", Strategy::kData}, {"pipeline", Strategy::kPipeline}};
+
+template <typename E, size_t N>
+std::string_view Name(E e, const std::pair<std::string_view, E> (&table)[N]) {
+  for (const auto& [n, v] : table)
+    if (v == e) return n;
+  return "?";
+}
+
+// Reads one TOML table, checking each key once; Finish() reports keys nobody asked for.
+class Section {
+ public:
+  Section(std::string_view source, std::string name, const toml::table* table)
+      : source_(source), name_(std::move(name)), table_(table) {}
+
+  Status Int(const char* key, int64_t* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    if (!n->is_integer()) return WrongType(key, *n, "an integer");
+    *out = n->as_integer()->get();
+    return Status::Ok();
+  }
+  Status Uint(const char* key, uint64_t* out) {
+    int64_t v = static_cast<int64_t>(*out);
+    ACAN_RETURN_IF_ERROR(Int(key, &v));
+    if (v < 0) return Error(key, "must be >= 0, got " + std::to_string(v));
+    *out = static_cast<uint64_t>(v);
+    return Status::Ok();
+  }
+  Status Float(const char* key, double* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    if (n->is_integer()) {
+      *out = static_cast<double>(n->as_integer()->get());
+    } else if (n->is_floating_point()) {
+      *out = n->as_floating_point()->get();
+    } else {
+      return WrongType(key, *n, "a number");
+    }
+    if (!std::isfinite(*out)) return Error(key, "must be a finite number");
+    return Status::Ok();
+  }
+  Status Bool(const char* key, bool* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    if (!n->is_boolean()) return WrongType(key, *n, "true or false");
+    *out = n->as_boolean()->get();
+    return Status::Ok();
+  }
+  Status String(const char* key, std::string* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    if (!n->is_string()) return WrongType(key, *n, "a string");
+    *out = n->as_string()->get();
+    return Status::Ok();
+  }
+  template <typename E, size_t N>
+  Status Enum(const char* key, E* out, const std::pair<std::string_view, E> (&table)[N]) {
+    std::string s;
+    const bool present = Find(key) != nullptr;
+    ACAN_RETURN_IF_ERROR(String(key, &s));
+    if (!present) return Status::Ok();
+    Result<E> e = ParseEnum(key, s, table);
+    if (!e.ok()) return Error(key, e.status().message());
+    *out = *e;
+    return Status::Ok();
+  }
+  Status IntArray(const char* key, std::vector<int64_t>* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    if (!n->is_array()) return WrongType(key, *n, "an array of integers");
+    out->clear();
+    for (const toml::node& e : *n->as_array()) {
+      if (!e.is_integer()) return WrongType(key, e, "an array of integers");
+      out->push_back(e.as_integer()->get());
+    }
+    return Status::Ok();
+  }
+  Status FloatArray(const char* key, std::vector<double>* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    if (!n->is_array()) return WrongType(key, *n, "an array of numbers");
+    out->clear();
+    for (const toml::node& e : *n->as_array()) {
+      if (e.is_integer()) {
+        out->push_back(static_cast<double>(e.as_integer()->get()));
+      } else if (e.is_floating_point()) {
+        out->push_back(e.as_floating_point()->get());
+      } else {
+        return WrongType(key, e, "an array of numbers");
+      }
+    }
+    return Status::Ok();
+  }
+  // Every key of the table must have been read.
+  Status Finish() const {
+    if (table_ == nullptr) return Status::Ok();
+    for (const auto& [k, v] : *table_) {
+      if (seen_.count(std::string(k.str())) == 0) {
+        return Status::InvalidArgument(Where(v) + ": unknown key \"" + name_ + "." +
+                                       std::string(k.str()) + "\"; check its spelling (see " +
+                                       "docs/nn.md for the keys of [" + name_ + "])");
+      }
+    }
+    return Status::Ok();
+  }
+  // An out-of-range value for `key`, located at its line when present.
+  Status Error(const char* key, const std::string& message) const {
+    const toml::node* n = table_ ? table_->get(key) : nullptr;
+    std::string where = n ? Where(*n) : std::string(source_);
+    return Status::InvalidArgument(where + ": key \"" + name_ + "." + key + "\": " + message);
+  }
+
+ private:
+  const toml::node* Find(const char* key) {
+    seen_.insert(key);
+    return table_ ? table_->get(key) : nullptr;
+  }
+  std::string Where(const toml::node& n) const {
+    return std::string(source_) + ":" + std::to_string(n.source().begin.line);
+  }
+  Status WrongType(const char* key, const toml::node& n, const char* expected) const {
+    std::ostringstream type;
+    type << n.type();
+    return Status::InvalidArgument(Where(n) + ": key \"" + name_ + "." + key + "\" must be " +
+                                   expected + ", not a " + type.str());
+  }
+
+  std::string_view source_;
+  std::string name_;
+  const toml::table* table_;
+  std::set<std::string> seen_;
+};
+
+Status ParseTable(const toml::table& root, std::string_view source, JobConfig* job) {
+  static const std::set<std::string> kSections = {"model",     "data",    "train",
+                                                  "partition", "runtime", "chaos"};
+  for (const auto& [k, v] : root) {
+    const std::string key(k.str());
+    const std::string where = std::string(source) + ":" + std::to_string(v.source().begin.line);
+    if (kSections.count(key) == 0) {
+      return Status::InvalidArgument(where + ": unknown key \"" + key +
+                                     "\"; the job file has sections [model], [data], [train], "
+                                     "[partition], [runtime] and [chaos]");
+    }
+    if (!v.is_table()) {
+      return Status::InvalidArgument(where + ": \"" + key + "\" must be a table ([" + key + "])");
+    }
+  }
+  auto table = [&](const char* name) { return root.get_as<toml::table>(name); };
+
+  Section model(source, "model", table("model"));
+  ACAN_RETURN_IF_ERROR(model.IntArray("layers", &job->model.layers));
+  ACAN_RETURN_IF_ERROR(model.Enum("activation", &job->model.activation, kActivations));
+  ACAN_RETURN_IF_ERROR(model.Enum("loss", &job->model.loss, kLosses));
+  ACAN_RETURN_IF_ERROR(model.String("init", &job->model.init));
+  ACAN_RETURN_IF_ERROR(model.Finish());
+
+  Section data(source, "data", table("data"));
+  ACAN_RETURN_IF_ERROR(data.Enum("source", &job->data.source, kSources));
+  ACAN_RETURN_IF_ERROR(data.Int("samples", &job->data.samples));
+  ACAN_RETURN_IF_ERROR(data.Int("limit", &job->data.limit));
+  ACAN_RETURN_IF_ERROR(data.String("path", &job->data.path));
+  ACAN_RETURN_IF_ERROR(data.String("images", &job->data.images));
+  ACAN_RETURN_IF_ERROR(data.String("labels", &job->data.labels));
+  ACAN_RETURN_IF_ERROR(data.Bool("shuffle", &job->data.shuffle));
+  ACAN_RETURN_IF_ERROR(data.Finish());
+
+  Section train(source, "train", table("train"));
+  ACAN_RETURN_IF_ERROR(train.Int("epochs", &job->train.epochs));
+  ACAN_RETURN_IF_ERROR(train.Int("batch", &job->train.batch));
+  ACAN_RETURN_IF_ERROR(train.Float("lr", &job->train.lr));
+  ACAN_RETURN_IF_ERROR(train.Float("momentum", &job->train.momentum));
+  ACAN_RETURN_IF_ERROR(train.Uint("seed", &job->train.seed));
+  ACAN_RETURN_IF_ERROR(train.Finish());
+
+  Section part(source, "partition", table("partition"));
+  ACAN_RETURN_IF_ERROR(part.Enum("strategy", &job->partition.strategy, kStrategies));
+  ACAN_RETURN_IF_ERROR(part.Int("task_size", &job->partition.task_size));
+  ACAN_RETURN_IF_ERROR(part.Int("stages", &job->partition.stages));
+  ACAN_RETURN_IF_ERROR(part.Finish());
+
+  Section rt(source, "runtime", table("runtime"));
+  ACAN_RETURN_IF_ERROR(rt.Int("handlers", &job->runtime.handlers));
+  ACAN_RETURN_IF_ERROR(rt.Int("window", &job->runtime.window));
+  ACAN_RETURN_IF_ERROR(rt.String("space", &job->runtime.space));
+  ACAN_RETURN_IF_ERROR(rt.Finish());
+
+  job->chaos.enabled = table("chaos") != nullptr;
+  Section chaos(source, "chaos", table("chaos"));
+  ACAN_RETURN_IF_ERROR(chaos.FloatArray("speeds", &job->chaos.speeds));
+  ACAN_RETURN_IF_ERROR(chaos.Float("speed_change_s", &job->chaos.speed_change_s));
+  ACAN_RETURN_IF_ERROR(chaos.Float("crash_interval_s", &job->chaos.crash_interval_s));
+  ACAN_RETURN_IF_ERROR(chaos.Float("crash_probability", &job->chaos.crash_probability));
+  ACAN_RETURN_IF_ERROR(chaos.Bool("crash_manager", &job->chaos.crash_manager));
+  ACAN_RETURN_IF_ERROR(chaos.Finish());
+
+  // Range checks that can point at a line.
+  auto check = [](Section& s, const char* key, bool ok, const std::string& what) {
+    return ok ? Status::Ok() : s.Error(key, what);
+  };
+  bool layers_ok = job->model.layers.size() >= 2;
+  for (int64_t w : job->model.layers) layers_ok = layers_ok && w >= 1;
+  ACAN_RETURN_IF_ERROR(
+      check(model, "layers", layers_ok, "needs at least two widths (input, output), each >= 1"));
+  ACAN_RETURN_IF_ERROR(check(data, "samples", job->data.samples >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(check(data, "limit", job->data.limit >= 0, "must be >= 0 (0 = all rows)"));
+  ACAN_RETURN_IF_ERROR(check(train, "epochs", job->train.epochs >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(check(train, "batch", job->train.batch >= 1, "must be >= 1"));
+  ACAN_RETURN_IF_ERROR(check(train, "lr", job->train.lr > 0, "must be > 0"));
+  ACAN_RETURN_IF_ERROR(check(train, "momentum", job->train.momentum >= 0 && job->train.momentum < 1,
+                             "must be in [0, 1)"));
+  ACAN_RETURN_IF_ERROR(check(part, "task_size", job->partition.task_size >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(check(part, "stages", job->partition.stages >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(check(rt, "handlers", job->runtime.handlers >= 1, "must be >= 1"));
+  ACAN_RETURN_IF_ERROR(check(rt, "window", job->runtime.window >= 1, "must be >= 1"));
+  bool speeds_ok = true;
+  for (double s : job->chaos.speeds) speeds_ok = speeds_ok && s > 0;
+  ACAN_RETURN_IF_ERROR(check(chaos, "speeds", speeds_ok, "every speed factor must be > 0"));
+  ACAN_RETURN_IF_ERROR(check(chaos, "crash_probability",
+                             job->chaos.crash_probability >= 0 && job->chaos.crash_probability <= 1,
+                             "must be in [0, 1]"));
+  ACAN_RETURN_IF_ERROR(
+      check(chaos, "speed_change_s", job->chaos.speed_change_s >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(
+      check(chaos, "crash_interval_s", job->chaos.crash_interval_s >= 0, "must be >= 0"));
+  return ValidateJob(*job).WithContext(source);
+}
+
+}  // namespace
+
+std::string_view ToString(Activation a) { return Name(a, kActivations); }
+std::string_view ToString(LossKind l) { return Name(l, kLosses); }
+std::string_view ToString(DataSource d) { return Name(d, kSources); }
+std::string_view ToString(Strategy s) { return Name(s, kStrategies); }
+Result<Activation> ParseActivation(std::string_view n) {
+  return ParseEnum("activation", n, kActivations);
+}
+Result<LossKind> ParseLossKind(std::string_view n) { return ParseEnum("loss", n, kLosses); }
+Result<DataSource> ParseDataSource(std::string_view n) {
+  return ParseEnum("data source", n, kSources);
+}
+Result<Strategy> ParseStrategy(std::string_view n) { return ParseEnum("strategy", n, kStrategies); }
+
+std::string JobConfig::Resolve(const std::string& path) const {
+  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
+  return base_dir + "/" + path;
+}
+
+Status ValidateJob(const JobConfig& job) {
+  const auto& layers = job.model.layers;
+  if (layers.size() < 2) {
+    return Status::InvalidArgument("model.layers needs at least two widths (input, output)");
+  }
+  for (int64_t w : layers) {
+    if (w < 1) return Status::InvalidArgument("model.layers: every width must be >= 1");
+  }
+  if (job.model.loss == LossKind::kSoftmaxCrossEntropy && layers.back() < 2) {
+    return Status::InvalidArgument(
+        "model.loss = \"softmax_cross_entropy\" needs an output width >= 2 (one per class); "
+        "set the last entry of model.layers to the number of classes");
+  }
+  if (job.model.init.empty()) {
+    return Status::InvalidArgument("model.init is empty; use \"xavier_uniform\" or a file");
+  }
+  switch (job.data.source) {
+    case DataSource::kSynthetic:
+      if (job.data.samples < 1) {
+        return Status::InvalidArgument("data.samples must be >= 1 for synthetic data");
+      }
+      break;
+    case DataSource::kCsv:
+      if (job.data.path.empty()) {
+        return Status::InvalidArgument("data.source = \"csv\" needs data.path (the CSV file)");
+      }
+      break;
+    case DataSource::kIdx:
+      if (job.data.images.empty() || job.data.labels.empty()) {
+        return Status::InvalidArgument(
+            "data.source = \"idx\" needs data.images and data.labels (IDX files, .gz or not)");
+      }
+      break;
+    case DataSource::kFashionMnist:
+      break;
+  }
+  if (job.train.batch < 1) return Status::InvalidArgument("train.batch must be >= 1");
+  if (job.train.epochs < 0) return Status::InvalidArgument("train.epochs must be >= 0");
+  if (!(job.train.lr > 0) || !std::isfinite(job.train.lr)) {
+    return Status::InvalidArgument("train.lr must be a finite number > 0");
+  }
+  if (!(job.train.momentum >= 0 && job.train.momentum < 1)) {
+    return Status::InvalidArgument("train.momentum must be in [0, 1)");
+  }
+  if (job.partition.task_size < 0) {
+    return Status::InvalidArgument("partition.task_size must be >= 0 (0 = automatic)");
+  }
+  if (job.runtime.handlers < 1) return Status::InvalidArgument("runtime.handlers must be >= 1");
+  if (job.runtime.window < 1) return Status::InvalidArgument("runtime.window must be >= 1");
+  return Status::Ok();
+}
+
+Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_name) {
+  JobConfig job;
+  try {
+    toml::table root = toml::parse(text, source_name);
+    ACAN_RETURN_IF_ERROR(ParseTable(root, source_name, &job));
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(std::string(source_name) + ":" +
+                                   std::to_string(e.source().begin.line) + ":" +
+                                   std::to_string(e.source().begin.column) +
+                                   ": TOML syntax error: " + std::string(e.description()));
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string(source_name) + ": cannot parse: " + e.what());
+  }
+  return job;
+}
+
+Result<JobConfig> ParseJobFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::NotFound("cannot open job file \"" + path + "\"; check the path");
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  ACAN_ASSIGN_OR_RETURN(JobConfig job, ParseJobString(buf.str(), path));
+  const size_t slash = path.find_last_of('/');
+  job.base_dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  if (slash == 0) job.base_dir = "/";
+  return job;
+}
+
+}  // namespace acan::nn

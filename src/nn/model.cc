@@ -1,0 +1,134 @@
+#include "nn/model.h"
+
+#include <cmath>
+
+#include "nn/rng.h"
+#include "nn/safetensors.h"
+
+namespace acan::nn {
+
+int64_t Model::NumParameters() const {
+  int64_t n = 0;
+  for (int l = 0; l < NumLayers(); ++l) n += weights[l].size() + biases[l].size();
+  return n;
+}
+
+std::string WeightName(int layer) { return "layers." + std::to_string(layer) + ".weight"; }
+std::string BiasName(int layer) { return "layers." + std::to_string(layer) + ".bias"; }
+
+Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view init, uint64_t seed) {
+  if (widths.size() < 2) {
+    return Status::InvalidArgument("a model needs at least two widths (input, output)");
+  }
+  enum { kXavier, kKaiming, kZeros } scheme;
+  if (init == "xavier_uniform") {
+    scheme = kXavier;
+  } else if (init == "kaiming_uniform") {
+    scheme = kKaiming;
+  } else if (init == "zeros") {
+    scheme = kZeros;
+  } else {
+    return Status::InvalidArgument("unknown model.init \"" + std::string(init) +
+                                   "\"; use xavier_uniform | kaiming_uniform | zeros or a "
+                                   ".safetensors file");
+  }
+  Model m;
+  m.widths = widths;
+  Rng rng(MixSeed(seed, 0x1417));
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    const int64_t in = widths[l], out = widths[l + 1];
+    std::vector<float> w(out * in, 0.0f);
+    if (scheme != kZeros) {
+      const double fan = scheme == kXavier ? static_cast<double>(in + out) : in;
+      const float a = static_cast<float>(std::sqrt(6.0 / fan));
+      for (float& x : w) x = rng.Uniform(-a, a);
+    }
+    m.weights.push_back(std::move(w));
+    m.biases.emplace_back(out, 0.0f);
+  }
+  return m;
+}
+
+Result<Model> InitialModel(const JobConfig& job) {
+  const std::string& init = job.model.init;
+  if (init.size() > 12 && init.ends_with(".safetensors")) {
+    return LoadModel(job.Resolve(init), job.model.layers);
+  }
+  return InitModel(job.model.layers, init, job.train.seed);
+}
+
+TensorMap ModelToTensors(const Model& model) {
+  TensorMap t;
+  for (int l = 0; l < model.NumLayers(); ++l) {
+    t[WeightName(l)] = Tensor{{model.widths[l + 1], model.widths[l]}, model.weights[l]};
+    t[BiasName(l)] = Tensor{{model.widths[l + 1]}, model.biases[l]};
+  }
+  return t;
+}
+
+namespace {
+std::string ShapeString(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace
+
+Result<Model> ModelFromTensors(const TensorMap& tensors, const std::vector<int64_t>& widths,
+                               std::string_view source) {
+  const std::string src(source);
+  Model m;
+  m.widths = widths;
+  size_t used = 0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    const int layer = static_cast<int>(l);
+    const std::pair<std::string, std::vector<int64_t>> want[] = {
+        {WeightName(layer), {widths[l + 1], widths[l]}}, {BiasName(layer), {widths[l + 1]}}};
+    for (const auto& [name, shape] : want) {
+      auto it = tensors.find(name);
+      if (it == tensors.end()) {
+        return Status::InvalidArgument(src + ": tensor \"" + name + "\" is missing; model.layers " +
+                                       ShapeString(widths) + " needs it with shape " +
+                                       ShapeString(shape));
+      }
+      if (it->second.shape != shape) {
+        return Status::InvalidArgument(src + ": tensor \"" + name + "\" has shape " +
+                                       ShapeString(it->second.shape) + " but model.layers " +
+                                       ShapeString(widths) + " needs " + ShapeString(shape) +
+                                       "; the file was made for another model");
+      }
+      ++used;
+    }
+    m.weights.push_back(tensors.at(want[0].first).data);
+    m.biases.push_back(tensors.at(want[1].first).data);
+  }
+  if (used != tensors.size()) {
+    for (const auto& [name, t] : tensors) {
+      const bool known =
+          name.starts_with("layers.") && (name.ends_with(".weight") || name.ends_with(".bias"));
+      bool expected = false;
+      for (int l = 0; l + 1 < static_cast<int>(widths.size()); ++l)
+        expected = expected || name == WeightName(l) || name == BiasName(l);
+      if (!expected) {
+        return Status::InvalidArgument(
+            src + ": unexpected tensor \"" + name + "\"" +
+            (known ? "; the file has more layers than model.layers " + ShapeString(widths)
+                   : "; only layers.<i>.weight and layers.<i>.bias are expected"));
+      }
+    }
+  }
+  return m;
+}
+
+Result<Model> LoadModel(const std::string& path, const std::vector<int64_t>& widths) {
+  ACAN_ASSIGN_OR_RETURN(TensorMap t, ReadSafetensors(path));
+  return ModelFromTensors(t, widths, path);
+}
+
+Status SaveModel(const std::string& path, const Model& model) {
+  return WriteSafetensors(path, ModelToTensors(model));
+}
+
+std::string ModelSha256(const Model& model) { return TensorsSha256(ModelToTensors(model)); }
+
+}  // namespace acan::nn

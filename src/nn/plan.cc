@@ -1,0 +1,333 @@
+#include "nn/plan.h"
+
+#include <algorithm>
+
+namespace acan::nn {
+namespace {
+
+constexpr int64_t kDefaultTile = 128;
+
+// "<prefix>.s<step>" and friends: tokens of a key.
+std::string T(char tag, int64_t v) { return "." + std::string(1, tag) + std::to_string(v); }
+std::string S(std::string_view verb, int64_t step) { return std::string(verb) + T('s', step); }
+
+int64_t Blocks(int64_t n, int64_t t) { return (n + t - 1) / t; }
+
+std::string ParamKey(int l, bool bias) { return "param" + T('l', l) + (bias ? ".b" : ".w"); }
+std::string MomKey(int l, bool bias) { return "mom" + T('l', l) + (bias ? ".b" : ".w"); }
+
+}  // namespace
+
+bool Plan::IsStateKey(std::string_view key) {
+  return key.starts_with("param.") || key.starts_with("mom.");
+}
+
+Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size) {
+  ACAN_RETURN_IF_ERROR(ValidateJob(job));
+  Plan p;
+  p.strategy_ = job.partition.strategy;
+  p.task_size_ = task_size >= 0 ? task_size : job.partition.task_size;
+  if (p.task_size_ == 0 && p.strategy_ == Strategy::kTiles) p.task_size_ = kDefaultTile;
+  p.widths_ = job.model.layers;
+  p.activation_ = job.model.activation;
+  p.loss_ = job.model.loss;
+  p.lr_ = static_cast<float>(job.train.lr);
+  p.momentum_ = static_cast<float>(job.train.momentum);
+  const int layers = p.NumLayers();
+  const int stages = job.partition.stages == 0
+                         ? layers
+                         : static_cast<int>(std::min<int64_t>(job.partition.stages, layers));
+  for (int s = 0; s < stages; ++s)
+    p.stages_.emplace_back(s * layers / stages, (s + 1) * layers / stages);
+  for (int l = 0; l < layers; ++l) {
+    for (bool bias : {false, true}) {
+      ShardSpec s;
+      s.key = ParamKey(l, bias);
+      s.momentum_key = p.momentum_ > 0 ? MomKey(l, bias) : "";
+      s.name = bias ? BiasName(l) : WeightName(l);
+      s.layer = l;
+      s.bias = bias;
+      s.shape = bias ? std::vector<int64_t>{p.widths_[l + 1]}
+                     : std::vector<int64_t>{p.widths_[l + 1], p.widths_[l]};
+      p.shards_.push_back(std::move(s));
+    }
+  }
+  return p;
+}
+
+std::vector<KeyedTensor> Plan::InitialState(const Model& model) const {
+  std::vector<KeyedTensor> out;
+  for (const ShardSpec& s : shards_) {
+    const std::vector<float>& v = s.bias ? model.biases[s.layer] : model.weights[s.layer];
+    out.emplace_back(s.key, v);
+    if (!s.momentum_key.empty()) out.emplace_back(s.momentum_key, std::vector<float>(v.size()));
+  }
+  return out;
+}
+
+int64_t Plan::MicroRows(int64_t rows) const {
+  return task_size_ == 0 ? rows : std::min(task_size_, rows);
+}
+
+std::vector<KeyedTensor> Plan::StepInputs(int64_t step, int64_t rows, const std::vector<float>& x,
+                                          const std::vector<float>& t) const {
+  std::vector<KeyedTensor> out;
+  const int64_t in = widths_[0];
+  const int64_t tw = loss_ == LossKind::kMse ? widths_.back() : 1;
+  if (strategy_ == Strategy::kTiles) {
+    for (int64_t c = 0; c < Blocks(in, task_size_); ++c) {
+      const int64_t c0 = c * task_size_, c1 = std::min(in, c0 + task_size_);
+      std::vector<float> block(rows * (c1 - c0));
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy(&x[r * in + c0], &x[r * in + c1], &block[r * (c1 - c0)]);
+      out.emplace_back(S("x", step) + T('c', c), std::move(block));
+    }
+    out.emplace_back(S("t", step), t);
+    return out;
+  }
+  const int64_t m = MicroRows(rows);
+  for (int64_t k = 0; k < Blocks(rows, m); ++k) {
+    const int64_t a = k * m, b = std::min(rows, a + m);
+    out.emplace_back(S("x", step) + T('m', k),
+                     std::vector<float>(&x[a * in], &x[a * in] + (b - a) * in));
+    out.emplace_back(S("t", step) + T('m', k),
+                     std::vector<float>(&t[a * tw], &t[a * tw] + (b - a) * tw));
+  }
+  return out;
+}
+
+std::vector<std::string> Plan::MetricKeys(int64_t step, int64_t rows) const {
+  if (strategy_ == Strategy::kTiles) return {S("met", step)};
+  std::vector<std::string> keys;
+  for (int64_t k = 0; k < Blocks(rows, MicroRows(rows)); ++k)
+    keys.push_back(S("met", step) + T('m', k));
+  return keys;
+}
+
+TaskSpec Plan::Base(int64_t step, int64_t rows) const {
+  TaskSpec t;
+  t.step = step;
+  t.widths = widths_;
+  t.activation = activation_;
+  t.loss = loss_;
+  t.lr = lr_;
+  t.momentum = momentum_;
+  t.rows = rows;
+  t.batch = rows;
+  return t;
+}
+
+std::vector<TaskSpec> Plan::StepTasks(int64_t step, int64_t rows) const {
+  std::vector<TaskSpec> out;
+  if (strategy_ == Strategy::kTiles) {
+    TilesTasks(step, rows, &out);
+  } else {
+    MicroBatchTasks(step, rows, &out);
+  }
+  UpdateTasks(step, rows, &out);
+  return out;
+}
+
+void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
+  const int64_t ts = task_size_;
+  const int layers = NumLayers();
+  // Column block c of layer l's input: x for layer 0, else row block c of layer l-1's output.
+  auto act_in = [&](int l, int64_t c) {
+    return l == 0 ? S("x", step) + T('c', c) : S("h", step) + T('l', l - 1) + T('r', c);
+  };
+  for (int l = 0; l < layers; ++l) {
+    const int64_t in = widths_[l], outw = widths_[l + 1];
+    const int64_t nr = Blocks(outw, ts), nc = Blocks(in, ts);
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t c = 0; c < nc; ++c) {
+        TaskSpec t = Base(step, rows);
+        t.key = S("fwd", step) + T('l', l) + T('r', r) + T('c', c);
+        t.type = TaskType::kForward;
+        t.op = TaskOp::kTileForward;
+        t.layer = l;
+        t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
+        t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
+        t.inputs = {act_in(l, c), ParamKey(l, false)};
+        t.outputs = {S("zp", step) + T('l', l) + T('r', r) + T('c', c)};
+        out->push_back(std::move(t));
+      }
+    }
+    for (int64_t r = 0; r < nr; ++r) {
+      TaskSpec t = Base(step, rows);
+      t.key = S("act", step) + T('l', l) + T('r', r);
+      t.type = TaskType::kActivation;
+      t.op = TaskOp::kTileActivation;
+      t.layer = l;
+      t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
+      t.parts = static_cast<int>(nc);
+      for (int64_t c = 0; c < nc; ++c)
+        t.inputs.push_back(S("zp", step) + T('l', l) + T('r', r) + T('c', c));
+      t.inputs.push_back(ParamKey(l, true));
+      t.outputs = {S("h", step) + T('l', l) + T('r', r)};
+      out->push_back(std::move(t));
+    }
+  }
+  const int last = layers - 1;
+  const int64_t nout = Blocks(widths_.back(), ts);
+  {
+    TaskSpec t = Base(step, rows);
+    t.key = S("loss", step);
+    t.type = TaskType::kLoss;
+    t.op = TaskOp::kLoss;
+    t.layer = last;
+    t.block = ts;
+    t.parts = static_cast<int>(nout);
+    for (int64_t r = 0; r < nout; ++r) t.inputs.push_back(S("h", step) + T('l', last) + T('r', r));
+    t.inputs.push_back(S("t", step));
+    t.outputs = {S("met", step)};
+    for (int64_t r = 0; r < nout; ++r)
+      t.outputs.push_back(S("dz", step) + T('l', last) + T('r', r));
+    out->push_back(std::move(t));
+  }
+  for (int l = last; l >= 0; --l) {
+    const int64_t in = widths_[l], outw = widths_[l + 1];
+    const int64_t nr = Blocks(outw, ts), nc = Blocks(in, ts);
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t c = 0; c < nc; ++c) {
+        TaskSpec t = Base(step, rows);
+        t.key = S("bwd", step) + T('l', l) + T('r', r) + T('c', c);
+        t.type = TaskType::kBackward;
+        t.op = TaskOp::kTileBackward;
+        t.layer = l;
+        t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
+        t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
+        t.inputs = {S("dz", step) + T('l', l) + T('r', r), act_in(l, c), ParamKey(l, false)};
+        t.outputs = {S("gw", step) + T('l', l) + T('r', r) + T('c', c)};
+        if (c == 0) t.outputs.push_back(S("gb", step) + T('l', l) + T('r', r));
+        if (l > 0) t.outputs.push_back(S("dap", step) + T('l', l) + T('r', r) + T('c', c));
+        out->push_back(std::move(t));
+      }
+    }
+    if (l == 0) continue;
+    for (int64_t c = 0; c < nc; ++c) {
+      TaskSpec t = Base(step, rows);
+      t.key = S("bact", step) + T('l', l) + T('c', c);
+      t.type = TaskType::kBackward;
+      t.op = TaskOp::kTileInputGrad;
+      t.layer = l;
+      t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
+      t.parts = static_cast<int>(nr);
+      for (int64_t r = 0; r < nr; ++r)
+        t.inputs.push_back(S("dap", step) + T('l', l) + T('r', r) + T('c', c));
+      t.inputs.push_back(act_in(l, c));
+      t.outputs = {S("dz", step) + T('l', l - 1) + T('r', c)};
+      out->push_back(std::move(t));
+    }
+  }
+}
+
+void Plan::MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
+  const int64_t m = MicroRows(rows);
+  const int64_t nk = Blocks(rows, m);
+  const int layers = NumLayers();
+  for (int64_t k = 0; k < nk; ++k) {
+    const std::string mk = T('m', k);
+    const int64_t mrows = std::min(rows, (k + 1) * m) - k * m;
+    auto h = [&](int l) { return S("h", step) + T('l', l) + mk; };
+    auto act_in = [&](int l) { return l == 0 ? S("x", step) + mk : h(l - 1); };
+    if (strategy_ == Strategy::kData) {
+      TaskSpec t = Base(step, mrows);
+      t.batch = rows;
+      t.key = S("mb", step) + mk;
+      t.type = TaskType::kBackward;
+      t.op = TaskOp::kMicroBatch;
+      t.layer = 0;
+      t.layer_end = layers;
+      t.inputs = {S("x", step) + mk, S("t", step) + mk};
+      t.outputs = {S("met", step) + mk};
+      for (int l = 0; l < layers; ++l) {
+        t.inputs.push_back(ParamKey(l, false));
+        t.inputs.push_back(ParamKey(l, true));
+        t.outputs.push_back(S("gw", step) + T('l', l) + mk);
+        t.outputs.push_back(S("gb", step) + T('l', l) + mk);
+      }
+      out->push_back(std::move(t));
+      continue;
+    }
+    for (size_t p = 0; p < stages_.size(); ++p) {
+      const auto [l0, l1] = stages_[p];
+      TaskSpec t = Base(step, mrows);
+      t.batch = rows;
+      t.key = S("fwd", step) + T('p', static_cast<int64_t>(p)) + mk;
+      t.type = TaskType::kForward;
+      t.op = TaskOp::kStageForward;
+      t.layer = l0;
+      t.layer_end = l1;
+      t.inputs = {act_in(l0)};
+      for (int l = l0; l < l1; ++l) {
+        t.inputs.push_back(ParamKey(l, false));
+        t.inputs.push_back(ParamKey(l, true));
+        t.outputs.push_back(h(l));
+      }
+      out->push_back(std::move(t));
+    }
+    {
+      TaskSpec t = Base(step, mrows);
+      t.batch = rows;
+      t.key = S("loss", step) + mk;
+      t.type = TaskType::kLoss;
+      t.op = TaskOp::kLoss;
+      t.layer = layers - 1;
+      t.parts = 1;
+      t.inputs = {h(layers - 1), S("t", step) + mk};
+      t.outputs = {S("met", step) + mk, S("dz", step) + T('l', layers - 1) + mk};
+      out->push_back(std::move(t));
+    }
+    for (size_t p = stages_.size(); p-- > 0;) {
+      const auto [l0, l1] = stages_[p];
+      TaskSpec t = Base(step, mrows);
+      t.batch = rows;
+      t.key = S("bwd", step) + T('p', static_cast<int64_t>(p)) + mk;
+      t.type = TaskType::kBackward;
+      t.op = TaskOp::kStageBackward;
+      t.layer = l0;
+      t.layer_end = l1;
+      t.inputs = {S("dz", step) + T('l', l1 - 1) + mk, act_in(l0)};
+      for (int l = l0; l + 1 < l1; ++l) t.inputs.push_back(h(l));
+      for (int l = l0; l < l1; ++l) t.inputs.push_back(ParamKey(l, false));
+      for (int l = l0; l < l1; ++l) {
+        t.outputs.push_back(S("gw", step) + T('l', l) + mk);
+        t.outputs.push_back(S("gb", step) + T('l', l) + mk);
+      }
+      if (l0 > 0) t.outputs.push_back(S("dz", step) + T('l', l0 - 1) + mk);
+      out->push_back(std::move(t));
+    }
+  }
+}
+
+void Plan::UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
+  for (const ShardSpec& s : shards_) {
+    TaskSpec t = Base(step, rows);
+    t.key = S("upd", step) + T('l', s.layer) + (s.bias ? ".b" : ".w");
+    t.type = TaskType::kUpdate;
+    t.op = TaskOp::kUpdate;
+    t.layer = s.layer;
+    t.bias = s.bias;
+    t.inputs = {s.key};
+    const std::string g = S(s.bias ? "gb" : "gw", step) + T('l', s.layer);
+    if (strategy_ == Strategy::kTiles) {
+      t.block = task_size_;
+      const int64_t nr = Blocks(widths_[s.layer + 1], task_size_);
+      const int64_t nc = s.bias ? 1 : Blocks(widths_[s.layer], task_size_);
+      for (int64_t r = 0; r < nr; ++r)
+        for (int64_t c = 0; c < nc; ++c)
+          t.inputs.push_back(g + T('r', r) + (s.bias ? "" : T('c', c)));
+    } else {
+      for (int64_t k = 0; k < Blocks(rows, MicroRows(rows)); ++k) t.inputs.push_back(g + T('m', k));
+    }
+    t.parts = static_cast<int>(t.inputs.size()) - 1;
+    t.outputs = {s.key};
+    if (!s.momentum_key.empty()) {
+      t.inputs.push_back(s.momentum_key);
+      t.outputs.push_back(s.momentum_key);
+    }
+    out->push_back(std::move(t));
+  }
+}
+
+}  // namespace acan::nn

@@ -1,0 +1,106 @@
+// The partition plan: how one training step (one mini-batch) becomes a graph of tasks.
+//
+// A Plan is built from a JobConfig and a task size (tile edge for tiles, micro-batch rows for
+// data and pipeline) and is cheap to rebuild, so a runtime may change the task size between
+// steps. StepTasks lists a step's tasks with deterministic keys, explicit input and output
+// tensor keys, and every reduction in a fixed order; each task is a pure function of its inputs
+// (ExecuteTask), so any executor that runs the graph produces bitwise the reference result.
+//
+// Parameters are sharded per tensor, independent of the task size: shard `param.l<i>.w` is
+// layers.<i>.weight, `param.l<i>.b` is layers.<i>.bias, and with momentum `mom.l<i>.w|b` holds
+// the velocity. These keys are step-free: the runtime versions them (version = updates applied);
+// a step-s task that reads `param.*` reads version s (W = 1), and the step's update task for a
+// shard reads version s and writes version s + 1 under the same key. Every other key is scoped
+// to its step by the token s<step>. A Plan is immutable after Create: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acan/nn/job.h"
+#include "acan/status.h"
+#include "nn/model.h"
+#include "nn/task.h"
+#include "nn/tensor.h"
+
+namespace acan::nn {
+
+struct ShardSpec {
+  std::string key;           // "param.l0.w"
+  std::string momentum_key;  // "mom.l0.w", or "" without momentum
+  std::string name;          // "layers.0.weight"
+  int layer = 0;
+  bool bias = false;
+  std::vector<int64_t> shape;
+};
+
+// A keyed tensor as produced by the plan (inputs, initial state).
+using KeyedTensor = std::pair<std::string, std::vector<float>>;
+
+class Plan {
+ public:
+  Plan() = default;  // an empty plan; use Create
+  // `task_size` overrides job.partition.task_size when >= 0; 0 picks the default (tiles: 128,
+  // data and pipeline: the whole mini-batch).
+  static Result<Plan> Create(const JobConfig& job, int64_t task_size = -1);
+
+  Strategy strategy() const { return strategy_; }
+  int64_t task_size() const { return task_size_; }  // 0 = whole mini-batch (data, pipeline)
+  const std::vector<int64_t>& widths() const { return widths_; }
+  int NumLayers() const { return static_cast<int>(widths_.size()) - 1; }
+  // Pipeline: the stages as [first layer, end layer).
+  const std::vector<std::pair<int, int>>& stages() const { return stages_; }
+
+  // The parameter shards, in model order (weight then bias per layer).
+  const std::vector<ShardSpec>& shards() const { return shards_; }
+  // Version-0 state: each shard's tensor from `model`, and zero velocities with momentum.
+  std::vector<KeyedTensor> InitialState(const Model& model) const;
+  // A model from shard tensors (`get(key)` returns the shard's current values).
+  template <typename Get>
+  Model ModelFromState(Get get) const;
+
+  // The step's input tensors (x and targets, split as the strategy's tasks read them), made from
+  // its mini-batch of `rows` rows; x is rows x widths[0], t is rows x target width.
+  std::vector<KeyedTensor> StepInputs(int64_t step, int64_t rows, const std::vector<float>& x,
+                                      const std::vector<float>& t) const;
+  // Every task of step `step` whose mini-batch has `rows` rows, in an order that satisfies
+  // their dependencies (the reference trainer runs them in exactly this order).
+  std::vector<TaskSpec> StepTasks(int64_t step, int64_t rows) const;
+  // Keys of the step's metrics tensors ([loss, correct] each); their sum, in this order, is the
+  // mini-batch's mean loss and its count of correct predictions.
+  std::vector<std::string> MetricKeys(int64_t step, int64_t rows) const;
+
+  // True for parameter and velocity keys (versioned state, not scoped to a step).
+  static bool IsStateKey(std::string_view key);
+
+ private:
+  TaskSpec Base(int64_t step, int64_t rows) const;
+  void TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
+  void MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
+  void UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
+  int64_t MicroRows(int64_t rows) const;  // micro-batch rows for a mini-batch of `rows`
+
+  Strategy strategy_ = Strategy::kData;
+  int64_t task_size_ = 0;
+  std::vector<int64_t> widths_;
+  Activation activation_ = Activation::kTanh;
+  LossKind loss_ = LossKind::kMse;
+  float lr_ = 0;
+  float momentum_ = 0;
+  std::vector<std::pair<int, int>> stages_;
+  std::vector<ShardSpec> shards_;
+};
+
+template <typename Get>
+Model Plan::ModelFromState(Get get) const {
+  Model m;
+  m.widths = widths_;
+  m.weights.resize(NumLayers());
+  m.biases.resize(NumLayers());
+  for (const ShardSpec& s : shards_) (s.bias ? m.biases : m.weights)[s.layer] = get(s.key);
+  return m;
+}
+
+}  // namespace acan::nn

@@ -1,0 +1,304 @@
+// Every strategy and task size against a plain, unpartitioned double-precision computation, and
+// bitwise reproducibility of a plan, whatever order a dataflow executor runs its tasks in.
+#include "nn/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "nn/dataset.h"
+#include "nn/executor.h"
+#include "nn/rng.h"
+#include "nn/trainer.h"
+
+namespace acan::nn {
+namespace {
+
+struct PlainResult {
+  double loss = 0;
+  std::vector<std::vector<double>> gw, gb;
+};
+
+double Act(Activation a, double z) {
+  switch (a) {
+    case Activation::kRelu:
+      return z > 0 ? z : 0;
+    case Activation::kTanh:
+      return std::tanh(z);
+    case Activation::kSigmoid:
+      return 1 / (1 + std::exp(-z));
+    case Activation::kIdentity:
+      return z;
+  }
+  return z;
+}
+double ActGrad(Activation a, double h) {
+  switch (a) {
+    case Activation::kRelu:
+      return h > 0 ? 1 : 0;
+    case Activation::kTanh:
+      return 1 - h * h;
+    case Activation::kSigmoid:
+      return h * (1 - h);
+    case Activation::kIdentity:
+      return 1;
+  }
+  return 1;
+}
+
+// The textbook computation: whole batch, loops, double.
+PlainResult Plain(const Model& m, const Batch& b, const JobConfig& job) {
+  const int L = m.NumLayers();
+  const auto& w = m.widths;
+  const int64_t B = b.rows;
+  std::vector<std::vector<double>> h(L + 1);
+  h[0].assign(b.x.begin(), b.x.end());
+  for (int l = 0; l < L; ++l) {
+    h[l + 1].assign(B * w[l + 1], 0);
+    for (int64_t r = 0; r < B; ++r)
+      for (int64_t o = 0; o < w[l + 1]; ++o) {
+        double z = m.biases[l][o];
+        for (int64_t i = 0; i < w[l]; ++i) z += m.weights[l][o * w[l] + i] * h[l][r * w[l] + i];
+        h[l + 1][r * w[l + 1] + o] = l + 1 < L ? Act(job.model.activation, z) : z;
+      }
+  }
+  PlainResult res;
+  const int64_t O = w.back();
+  std::vector<double> dz(B * O);
+  for (int64_t r = 0; r < B; ++r) {
+    const double* z = &h[L][r * O];
+    if (job.model.loss == LossKind::kMse) {
+      for (int64_t o = 0; o < O; ++o) {
+        const double d = z[o] - b.t[r * O + o];
+        res.loss += 0.5 * d * d / B;
+        dz[r * O + o] = d / B;
+      }
+    } else {
+      double mx = *std::max_element(z, z + O), s = 0;
+      for (int64_t o = 0; o < O; ++o) s += std::exp(z[o] - mx);
+      const int64_t label = static_cast<int64_t>(b.t[r]);
+      res.loss += (std::log(s) - (z[label] - mx)) / B;
+      for (int64_t o = 0; o < O; ++o) dz[r * O + o] = (std::exp(z[o] - mx) / s - (o == label)) / B;
+    }
+  }
+  res.gw.resize(L);
+  res.gb.resize(L);
+  for (int l = L - 1; l >= 0; --l) {
+    res.gw[l].assign(w[l + 1] * w[l], 0);
+    res.gb[l].assign(w[l + 1], 0);
+    std::vector<double> da(B * w[l], 0);
+    for (int64_t r = 0; r < B; ++r)
+      for (int64_t o = 0; o < w[l + 1]; ++o) {
+        const double d = dz[r * w[l + 1] + o];
+        res.gb[l][o] += d;
+        for (int64_t i = 0; i < w[l]; ++i) {
+          res.gw[l][o * w[l] + i] += d * h[l][r * w[l] + i];
+          da[r * w[l] + i] += d * m.weights[l][o * w[l] + i];
+        }
+      }
+    for (int64_t i = 0; i < B * w[l]; ++i) da[i] *= ActGrad(job.model.activation, h[l][i]);
+    dz = std::move(da);
+  }
+  return res;
+}
+
+double RelErr(const std::vector<float>& got, const std::vector<double>& want) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff = std::max(diff, std::abs(got[i] - want[i]));
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+struct Case {
+  Strategy strategy;
+  int64_t task_size;
+  int64_t stages;
+  LossKind loss;
+};
+
+JobConfig MakeJob(const Case& c) {
+  JobConfig job;
+  job.model.layers = {7, 9, 6, 4};
+  job.model.activation = Activation::kTanh;
+  job.model.loss = c.loss;
+  job.train.batch = 10;
+  job.train.lr = 0.1;
+  job.train.momentum = 0.5;  // step 0's velocity output is exactly the reduced gradient
+  job.data.samples = 25;
+  job.partition.strategy = c.strategy;
+  job.partition.task_size = c.task_size;
+  job.partition.stages = c.stages;
+  return job;
+}
+
+class PlanCase : public testing::TestWithParam<Case> {};
+
+TEST_P(PlanCase, MatchesPlainComputation) {
+  const JobConfig job = MakeJob(GetParam());
+  const bool ce = job.model.loss == LossKind::kSoftmaxCrossEntropy;
+  Dataset data = MakeSynthetic(25, 7, 4, ce, 3);
+  Model init = *InitModel(job.model.layers, "xavier_uniform", 5);
+  for (auto& b : init.biases)
+    for (size_t i = 0; i < b.size(); ++i) b[i] = 0.1f * static_cast<float>(i % 3) - 0.1f;
+  auto trainer = ReferenceTrainer::Create(job, init, data);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  Batcher batcher(&data, job.train.batch, job.data.shuffle, job.train.seed);
+  const PlainResult want = Plain(init, batcher.Get(0), job);
+  Result<StepReport> step = (*trainer)->Step();
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_NEAR(step->loss, want.loss, 1e-5 * want.loss);
+  for (int l = 0; l < init.NumLayers(); ++l) {
+    const std::string L = std::to_string(l);
+    Buffer gw = (*trainer)->StateTensor("mom.l" + L + ".w");
+    Buffer gb = (*trainer)->StateTensor("mom.l" + L + ".b");
+    ASSERT_TRUE(gw && gb);
+    EXPECT_LE(RelErr(*gw, want.gw[l]), 1e-5) << "layer " << l;
+    EXPECT_LE(RelErr(*gb, want.gb[l]), 1e-5) << "layer " << l;
+  }
+}
+
+// Runs steps with a dataflow executor that picks ready tasks in a seeded random order.
+Model RunShuffled(const JobConfig& job, const Model& init, Dataset& data, int steps,
+                  uint64_t seed) {
+  Plan plan = *Plan::Create(job);
+  std::map<std::string, Buffer> state;
+  for (auto& [k, v] : plan.InitialState(init)) state[k] = MakeBuffer(std::move(v));
+  Batcher batcher(&data, job.train.batch, job.data.shuffle, job.train.seed);
+  Rng rng(seed);
+  for (int s = 0; s < steps; ++s) {
+    Batch b = batcher.Get(s);
+    std::map<std::string, Buffer> t;
+    for (auto& [k, v] : plan.StepInputs(s, b.rows, b.x, b.t)) t[k] = MakeBuffer(std::move(v));
+    std::vector<TaskSpec> pending = plan.StepTasks(s, b.rows);
+    std::vector<TaskSpec> updates;
+    while (!pending.empty()) {
+      std::vector<size_t> ready;
+      for (size_t i = 0; i < pending.size(); ++i) {
+        bool ok = true;
+        for (const auto& k : pending[i].inputs) ok = ok && (Plan::IsStateKey(k) || t.count(k));
+        if (ok) ready.push_back(i);
+      }
+      EXPECT_FALSE(ready.empty());
+      if (ready.empty()) return {};
+      const size_t pick = ready[rng.Below(ready.size())];
+      TaskSpec task = std::move(pending[pick]);
+      pending.erase(pending.begin() + pick);
+      // The spec travels as bytes, as it would through the space.
+      TaskSpec decoded = *DecodeTask(EncodeTask(task));
+      std::vector<std::span<const float>> in;
+      for (const auto& k : decoded.inputs) in.emplace_back(Plan::IsStateKey(k) ? *state[k] : *t[k]);
+      std::vector<std::vector<float>> out;
+      EXPECT_TRUE(ExecuteTask(decoded, in, &out).ok());
+      const std::vector<int64_t> sizes = OutputSizes(decoded);
+      for (size_t i = 0; i < out.size(); ++i) {
+        EXPECT_EQ(static_cast<int64_t>(out[i].size()), sizes[i]) << decoded.key;
+        // Updates write the next version; version s stays readable until the step ends.
+        (Plan::IsStateKey(decoded.outputs[i]) ? t["next." + decoded.outputs[i]]
+                                              : t[decoded.outputs[i]]) =
+            MakeBuffer(std::move(out[i]));
+      }
+    }
+    for (auto& [k, v] : state) v = t.at("next." + k);
+  }
+  return plan.ModelFromState([&](const std::string& k) { return *state.at(k); });
+}
+
+TEST_P(PlanCase, BitwiseReproducibleInAnyDataflowOrder) {
+  const JobConfig job = MakeJob(GetParam());
+  Dataset data = MakeSynthetic(25, 7, 4, job.model.loss == LossKind::kSoftmaxCrossEntropy, 3);
+  Model init = *InitModel(job.model.layers, "xavier_uniform", 5);
+  auto a = *ReferenceTrainer::Create(job, init, data);
+  auto b = *ReferenceTrainer::Create(job, init, data);
+  for (int s = 0; s < 4; ++s) {
+    ASSERT_TRUE(a->Step().ok());
+    ASSERT_TRUE(b->Step().ok());
+  }
+  EXPECT_EQ(ModelSha256(a->CurrentModel()), ModelSha256(b->CurrentModel()));
+  const Model shuffled = RunShuffled(job, init, data, 4, 99);
+  EXPECT_EQ(shuffled.weights, a->CurrentModel().weights);
+  EXPECT_EQ(shuffled.biases, a->CurrentModel().biases);
+}
+
+TEST_P(PlanCase, KeysAreValidUniqueAndProducedBeforeUse) {
+  const JobConfig job = MakeJob(GetParam());
+  Plan plan = *Plan::Create(job);
+  const std::regex token("[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*");
+  std::set<std::string> produced, task_keys;
+  Dataset data = MakeSynthetic(10, 7, 4, false, 1);
+  Batch b = Batcher(&data, 10, false, 1).Get(0);
+  for (auto& [k, v] : plan.StepInputs(12, 10, b.x, b.t)) produced.insert(k);
+  for (const TaskSpec& t : plan.StepTasks(12, 10)) {
+    EXPECT_TRUE(std::regex_match(t.key, token)) << t.key;
+    EXPECT_NE(t.key.find(".s12"), std::string::npos) << t.key;
+    EXPECT_TRUE(task_keys.insert(t.key).second) << "duplicate task " << t.key;
+    for (const auto& k : t.inputs) EXPECT_TRUE(Plan::IsStateKey(k) || produced.count(k)) << k;
+    for (const auto& k : t.outputs) {
+      EXPECT_TRUE(std::regex_match(k, token)) << k;
+      if (!Plan::IsStateKey(k)) {
+        EXPECT_TRUE(produced.insert(k).second) << "twice: " << k;
+      }
+    }
+  }
+  for (const auto& k : plan.MetricKeys(12, 10)) EXPECT_TRUE(produced.count(k)) << k;
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> c;
+  for (LossKind loss : {LossKind::kMse, LossKind::kSoftmaxCrossEntropy}) {
+    for (int64_t ts : {1, 3, 4, 16}) c.push_back({Strategy::kTiles, ts, 0, loss});
+    for (int64_t ts : {0, 1, 3, 10}) c.push_back({Strategy::kData, ts, 0, loss});
+    for (int64_t ts : {0, 4}) {
+      for (int64_t st : {0, 2}) c.push_back({Strategy::kPipeline, ts, st, loss});
+    }
+  }
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, PlanCase, testing::ValuesIn(Cases()), [](const auto& info) {
+  const Case& c = info.param;
+  return std::string(ToString(c.strategy)) + "_ts" + std::to_string(c.task_size) + "_st" +
+         std::to_string(c.stages) + (c.loss == LossKind::kMse ? "_mse" : "_ce");
+});
+
+TEST(PlanTest, TaskSpecRoundTripsThroughBytes) {
+  JobConfig job = MakeJob({Strategy::kTiles, 4, 0, LossKind::kMse});
+  Plan plan = *Plan::Create(job);
+  for (const TaskSpec& t : plan.StepTasks(3, 10)) {
+    Result<TaskSpec> d = DecodeTask(EncodeTask(t));
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(EncodeTask(*d), EncodeTask(t));
+  }
+  EXPECT_FALSE(DecodeTask("{}").ok());
+  EXPECT_FALSE(DecodeTask("not json").ok());
+}
+
+TEST(PlanTest, ExecutorChecksInputSizes) {
+  JobConfig job = MakeJob({Strategy::kData, 0, 0, LossKind::kMse});
+  Plan plan = *Plan::Create(job);
+  TaskSpec t = plan.StepTasks(0, 10)[0];
+  std::vector<float> small(3);
+  std::vector<std::span<const float>> in(t.inputs.size(), std::span<const float>(small));
+  std::vector<std::vector<float>> out;
+  Status s = ExecuteTask(t, in, &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("x.s0.m0"), std::string::npos) << s.message();
+}
+
+TEST(PlanTest, ShardsArePerTensorAndStableAcrossTaskSizes) {
+  JobConfig job = MakeJob({Strategy::kTiles, 4, 0, LossKind::kMse});
+  Plan a = *Plan::Create(job, 2), b = *Plan::Create(job, 5);
+  ASSERT_EQ(a.shards().size(), 6u);
+  for (size_t i = 0; i < a.shards().size(); ++i) EXPECT_EQ(a.shards()[i].key, b.shards()[i].key);
+  EXPECT_EQ(a.shards()[0].key, "param.l0.w");
+  EXPECT_EQ(a.shards()[0].momentum_key, "mom.l0.w");
+  EXPECT_EQ(a.shards()[1].name, "layers.0.bias");
+  EXPECT_EQ(a.shards()[0].shape, (std::vector<int64_t>{9, 7}));
+}
+
+}  // namespace
+}  // namespace acan::nn

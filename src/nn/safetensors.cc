@@ -1,0 +1,208 @@
+#include "nn/safetensors.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+namespace acan::nn {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors I/O assumes a little-endian host");
+
+constexpr uint64_t kMaxHeader = 100ull << 20;  // as the reference implementation
+
+struct Entry {
+  std::string name;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+Status Bad(std::string_view source, const std::string& what) {
+  return Status::DataLoss(std::string(source) + ": not a valid safetensors file: " + what);
+}
+
+Result<Entry> ParseEntry(std::string_view source, const std::string& name,
+                         const nlohmann::json& j) {
+  const std::string where = "tensor \"" + name + "\"";
+  if (!j.is_object()) return Bad(source, where + " is not a JSON object");
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!j.contains(key)) return Bad(source, where + " has no \"" + key + "\"");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets") {
+      return Bad(source, where + " has an unknown field \"" + it.key() + "\"");
+    }
+  }
+  const nlohmann::json& dtype = j["dtype"];
+  if (!dtype.is_string()) return Bad(source, where + ": dtype is not a string");
+  if (dtype.get<std::string>() != "F32") {
+    return Status::InvalidArgument(std::string(source) + ": " + where + " has dtype " +
+                                   dtype.get<std::string>() +
+                                   "; acan reads only F32 (convert the model to float32)");
+  }
+  Entry e;
+  e.name = name;
+  const nlohmann::json& shape = j["shape"];
+  if (!shape.is_array()) return Bad(source, where + ": shape is not an array");
+  uint64_t elements = 1;
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned()) return Bad(source, where + ": shape has a non-integer or < 0");
+    const uint64_t v = d.get<uint64_t>();
+    if (v != 0 && elements > (1ull << 40) / v) return Bad(source, where + ": shape is too large");
+    elements *= v;
+    e.shape.push_back(static_cast<int64_t>(v));
+  }
+  const nlohmann::json& off = j["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+      !off[1].is_number_unsigned()) {
+    return Bad(source, where + ": data_offsets must be [begin, end], two integers >= 0");
+  }
+  e.begin = off[0].get<uint64_t>();
+  e.end = off[1].get<uint64_t>();
+  if (e.end < e.begin) {
+    return Bad(source, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                           std::to_string(e.end) + "] end before begin");
+  }
+  if (e.end - e.begin != elements * 4) {
+    return Bad(source, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                           std::to_string(e.end) + "] hold " + std::to_string(e.end - e.begin) +
+                           " bytes but the shape needs " + std::to_string(elements * 4));
+  }
+  return e;
+}
+
+}  // namespace
+
+Result<TensorMap> ParseSafetensors(std::span<const uint8_t> bytes, std::string_view source) {
+  if (bytes.size() < 8) {
+    return Bad(source, "the file has " + std::to_string(bytes.size()) +
+                           " bytes, fewer than the 8-byte header length (truncated?)");
+  }
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > kMaxHeader || n > bytes.size() - 8) {
+    return Bad(source, "header length " + std::to_string(n) + " at byte 0 exceeds the " +
+                           std::to_string(bytes.size() - 8) +
+                           " bytes that follow (truncated or not safetensors)");
+  }
+  const char* header = reinterpret_cast<const char*>(bytes.data() + 8);
+  nlohmann::json j = nlohmann::json::parse(header, header + n, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Bad(source, "the JSON header (bytes 8.." + std::to_string(8 + n) + ") does not parse");
+  }
+  if (!j.is_object()) return Bad(source, "the JSON header is not an object");
+  const uint64_t data_size = bytes.size() - 8 - n;
+  std::vector<Entry> entries;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    ACAN_ASSIGN_OR_RETURN(Entry e, ParseEntry(source, it.key(), it.value()));
+    if (e.end > data_size) {
+      return Status::DataLoss(
+          std::string(source) + ": tensor \"" + e.name + "\" needs data bytes [" +
+          std::to_string(e.begin) + ", " + std::to_string(e.end) + ") but the file has only " +
+          std::to_string(data_size) + " data bytes after the header (file truncated?)");
+    }
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < entries.size(); ++i) {
+    if (entries[i].begin < entries[i - 1].end) {
+      return Bad(source, "tensors \"" + entries[i - 1].name + "\" and \"" + entries[i].name +
+                             "\" overlap at data byte " + std::to_string(entries[i].begin));
+    }
+  }
+  TensorMap out;
+  const uint8_t* data = bytes.data() + 8 + n;
+  for (const Entry& e : entries) {
+    Tensor t;
+    t.shape = e.shape;
+    t.data.resize((e.end - e.begin) / 4);
+    if (!t.data.empty()) std::memcpy(t.data.data(), data + e.begin, e.end - e.begin);
+    out.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
+Result<TensorMap> ReadSafetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open model file \"" + path + "\"; check the path");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  return ParseSafetensors(bytes, path);
+}
+
+Result<std::string> SerializeSafetensors(const TensorMap& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (static_cast<int64_t>(t.data.size()) != t.NumElements()) {
+      return Status::InvalidArgument(
+          "tensor \"" + name + "\" has " + std::to_string(t.data.size()) +
+          " values but its shape holds " + std::to_string(t.NumElements()));
+    }
+    const uint64_t bytes = t.data.size() * 4;
+    header[name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h.push_back(' ');
+  std::string out(8, '\0');
+  const uint64_t n = h.size();
+  std::memcpy(out.data(), &n, 8);
+  out += h;
+  out.reserve(out.size() + offset);
+  for (const auto& [name, t] : tensors) {
+    out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+  }
+  return out;
+}
+
+Status WriteSafetensors(const std::string& path, const TensorMap& tensors) {
+  ACAN_ASSIGN_OR_RETURN(std::string image, SerializeSafetensors(tensors));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      return Status::PermissionDenied("cannot create \"" + tmp +
+                                      "\"; check that the folder exists and is writable");
+    }
+    out.write(image.data(), static_cast<std::streamsize>(image.size()));
+    out.flush();
+    if (!out) return Status::ResourceExhausted("cannot write \"" + tmp + "\" (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::PermissionDenied("cannot rename \"" + tmp + "\" to \"" + path + "\"");
+  }
+  return Status::Ok();
+}
+
+std::string TensorsSha256(const TensorMap& tensors) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  for (const auto& [name, t] : tensors) {
+    EVP_DigestUpdate(ctx.get(), t.data.data(), t.data.size() * sizeof(float));
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex.push_back(kHex[md[i] >> 4]);
+    hex.push_back(kHex[md[i] & 15]);
+  }
+  return hex;
+}
+
+}  // namespace acan::nn

@@ -1,0 +1,110 @@
+#include "nn/task.h"
+
+#include <nlohmann/json.hpp>
+
+namespace acan::nn {
+
+std::string_view ToString(TaskType t) {
+  switch (t) {
+    case TaskType::kForward:
+      return "forward";
+    case TaskType::kActivation:
+      return "activation";
+    case TaskType::kLoss:
+      return "loss";
+    case TaskType::kBackward:
+      return "backward";
+    case TaskType::kUpdate:
+      return "update";
+  }
+  return "?";
+}
+
+std::string_view ToString(TaskOp op) {
+  switch (op) {
+    case TaskOp::kTileForward:
+      return "tile_forward";
+    case TaskOp::kTileActivation:
+      return "tile_activation";
+    case TaskOp::kLoss:
+      return "loss";
+    case TaskOp::kTileBackward:
+      return "tile_backward";
+    case TaskOp::kTileInputGrad:
+      return "tile_input_grad";
+    case TaskOp::kMicroBatch:
+      return "micro_batch";
+    case TaskOp::kStageForward:
+      return "stage_forward";
+    case TaskOp::kStageBackward:
+      return "stage_backward";
+    case TaskOp::kUpdate:
+      return "update";
+  }
+  return "?";
+}
+
+std::string EncodeTask(const TaskSpec& t) {
+  nlohmann::json j = {
+      {"key", t.key},
+      {"type", static_cast<int>(t.type)},
+      {"op", static_cast<int>(t.op)},
+      {"step", t.step},
+      {"in", t.inputs},
+      {"out", t.outputs},
+      {"widths", t.widths},
+      {"act", static_cast<int>(t.activation)},
+      {"loss", static_cast<int>(t.loss)},
+      {"lr", t.lr},
+      {"mom", t.momentum},
+      {"rows", t.rows},
+      {"batch", t.batch},
+      {"layer", t.layer},
+      {"layer_end", t.layer_end},
+      {"tile", {t.r0, t.r1, t.c0, t.c1}},
+      {"block", t.block},
+      {"parts", t.parts},
+      {"bias", t.bias},
+  };
+  return j.dump();
+}
+
+Result<TaskSpec> DecodeTask(std::string_view bytes) {
+  nlohmann::json j = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("task bytes are not a JSON object made by EncodeTask");
+  }
+  TaskSpec t;
+  try {
+    t.key = j.at("key").get<std::string>();
+    t.type = static_cast<TaskType>(j.at("type").get<int>());
+    t.op = static_cast<TaskOp>(j.at("op").get<int>());
+    t.step = j.at("step").get<int64_t>();
+    t.inputs = j.at("in").get<std::vector<std::string>>();
+    t.outputs = j.at("out").get<std::vector<std::string>>();
+    t.widths = j.at("widths").get<std::vector<int64_t>>();
+    t.activation = static_cast<Activation>(j.at("act").get<int>());
+    t.loss = static_cast<LossKind>(j.at("loss").get<int>());
+    t.lr = j.at("lr").get<float>();
+    t.momentum = j.at("mom").get<float>();
+    t.rows = j.at("rows").get<int64_t>();
+    t.batch = j.at("batch").get<int64_t>();
+    t.layer = j.at("layer").get<int>();
+    t.layer_end = j.at("layer_end").get<int>();
+    const auto tile = j.at("tile").get<std::vector<int64_t>>();
+    if (tile.size() != 4) return Status::InvalidArgument("task field \"tile\" needs 4 numbers");
+    t.r0 = tile[0], t.r1 = tile[1], t.c0 = tile[2], t.c1 = tile[3];
+    t.block = j.at("block").get<int64_t>();
+    t.parts = j.at("parts").get<int>();
+    t.bias = j.at("bias").get<bool>();
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("task bytes lack a field or have a wrong type: ") +
+                                   e.what());
+  }
+  if (static_cast<int>(t.op) < 0 || static_cast<int>(t.op) > static_cast<int>(TaskOp::kUpdate)) {
+    return Status::InvalidArgument("task \"" + t.key + "\" has an unknown op");
+  }
+  return t;
+}
+
+}  // namespace acan::nn

@@ -1,0 +1,150 @@
+#include "nn/trainer.h"
+
+#include <chrono>
+
+#include "nn/executor.h"
+#include "nn/kernels.h"
+
+namespace acan::nn {
+
+Result<std::unique_ptr<ReferenceTrainer>> ReferenceTrainer::Create(const JobConfig& job,
+                                                                   const Model& init, Dataset data,
+                                                                   int64_t task_size) {
+  InitBlas();
+  ACAN_RETURN_IF_ERROR(ValidateJob(job));
+  if (init.widths != job.model.layers) {
+    return Status::InvalidArgument("the initial model's widths differ from model.layers");
+  }
+  ACAN_RETURN_IF_ERROR(CheckDataset(data, job, "training data"));
+  std::unique_ptr<ReferenceTrainer> t(new ReferenceTrainer());
+  t->job_ = job;
+  ACAN_ASSIGN_OR_RETURN(t->plan_, Plan::Create(job, task_size));
+  t->data_ = std::make_unique<Dataset>(std::move(data));
+  t->batcher_ =
+      std::make_unique<Batcher>(t->data_.get(), job.train.batch, job.data.shuffle, job.train.seed);
+  for (auto& [key, v] : t->plan_.InitialState(init)) t->state_[key] = MakeBuffer(std::move(v));
+  return t;
+}
+
+Status ReferenceTrainer::SetTaskSize(int64_t task_size) {
+  ACAN_ASSIGN_OR_RETURN(plan_, Plan::Create(job_, task_size));
+  return Status::Ok();
+}
+
+Status ReferenceTrainer::RunTask(const TaskSpec& task) {
+  in_spans_.clear();
+  for (const std::string& key : task.inputs) {
+    auto& map = Plan::IsStateKey(key) ? state_ : tensors_;
+    auto it = map.find(key);
+    if (it == map.end()) {
+      return Status::Internal("task " + task.key + " reads " + key +
+                              ", which no earlier task produced (plan order bug)");
+    }
+    in_spans_.emplace_back(*it->second);
+  }
+  ACAN_RETURN_IF_ERROR(ExecuteTask(task, in_spans_, &outputs_));
+  for (size_t i = 0; i < task.outputs.size(); ++i) {
+    const std::string& key = task.outputs[i];
+    (Plan::IsStateKey(key) ? state_ : tensors_)[key] = MakeBuffer(std::move(outputs_[i]));
+  }
+  return Status::Ok();
+}
+
+Result<StepReport> ReferenceTrainer::Step() {
+  const int64_t step = next_step_;
+  Batch batch = batcher_->Get(step);
+  tensors_.clear();
+  for (auto& [key, v] : plan_.StepInputs(step, batch.rows, batch.x, batch.t))
+    tensors_[key] = MakeBuffer(std::move(v));
+  for (const TaskSpec& task : plan_.StepTasks(step, batch.rows)) {
+    ACAN_RETURN_IF_ERROR(RunTask(task));
+  }
+  StepReport r;
+  r.step = step;
+  r.rows = batch.rows;
+  for (const std::string& key : plan_.MetricKeys(step, batch.rows)) {
+    const std::vector<float>& m = *tensors_.at(key);
+    r.loss += m[0];
+    r.correct += static_cast<int64_t>(m[1]);
+  }
+  tensors_.clear();
+  ++next_step_;
+  return r;
+}
+
+Result<EpochReport> ReferenceTrainer::Epoch() {
+  const auto start = std::chrono::steady_clock::now();
+  EpochReport e;
+  e.epoch = next_step_ / BatchesPerEpoch();
+  int64_t rows = 0, correct = 0;
+  double loss_sum = 0;
+  const int64_t n = BatchesPerEpoch() - next_step_ % BatchesPerEpoch();
+  for (int64_t i = 0; i < n; ++i) {
+    ACAN_ASSIGN_OR_RETURN(StepReport s, Step());
+    loss_sum += s.loss * s.rows;
+    rows += s.rows;
+    correct += s.correct;
+    ++e.steps;
+  }
+  e.loss = rows ? loss_sum / rows : 0;
+  e.accuracy = data_->classification && rows ? static_cast<double>(correct) / rows : 0;
+  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return e;
+}
+
+Result<std::vector<EpochReport>> ReferenceTrainer::Train(
+    const std::function<void(const EpochReport&)>& on_epoch) {
+  std::vector<EpochReport> out;
+  for (int64_t e = 0; e < job_.train.epochs; ++e) {
+    ACAN_ASSIGN_OR_RETURN(EpochReport r, Epoch());
+    if (on_epoch) on_epoch(r);
+    out.push_back(r);
+  }
+  return out;
+}
+
+Model ReferenceTrainer::CurrentModel() const {
+  return plan_.ModelFromState([&](const std::string& key) { return *state_.at(key); });
+}
+
+Buffer ReferenceTrainer::StateTensor(const std::string& key) const {
+  auto it = state_.find(key);
+  return it == state_.end() ? nullptr : it->second;
+}
+
+Result<EvalReport> ReferenceTrainer::Evaluate() const {
+  return nn::Evaluate(CurrentModel(), *data_, job_);
+}
+
+Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job) {
+  InitBlas();
+  constexpr int64_t kChunk = 256;
+  const int L = model.NumLayers();
+  const int64_t o = model.widths.back();
+  EvalReport r;
+  int64_t correct = 0;
+  std::vector<float> a, h;
+  for (int64_t r0 = 0; r0 < data.rows; r0 += kChunk) {
+    const int64_t rows = std::min(kChunk, data.rows - r0);
+    a.assign(&data.x[r0 * data.features], &data.x[(r0 + rows) * data.features]);
+    for (int l = 0; l < L; ++l) {
+      h.resize(rows * model.widths[l + 1]);
+      DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
+                   model.widths[l + 1], model.biases[l].data(), h.data());
+      if (l + 1 < L)
+        ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
+      std::swap(a, h);
+    }
+    ACAN_ASSIGN_OR_RETURN(LossValue v, ComputeLoss(job.model.loss, a.data(), rows, o,
+                                                   &data.y[r0 * data.target_width], 1.0, nullptr));
+    r.loss += v.loss;
+    correct += v.correct;
+  }
+  if (data.rows > 0) {
+    r.loss /= data.rows;
+    r.accuracy = data.classification ? static_cast<double>(correct) / data.rows : 0;
+  }
+  return r;
+}
+
+}  // namespace acan::nn
