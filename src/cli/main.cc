@@ -1,2 +1,67 @@
+// The `acan` command. Errors become one line on stderr and a non-zero exit.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include <cstdio>
-int main() { std::puts("acan"); return 0; }
+#include <thread>
+
+#include "acan/space.h"
+
+namespace {
+
+// A small demonstration of the space: a manager thread puts tasks, handler threads take pouches
+// of them and put results back, the manager collects them.
+int RunDemo(const std::string& uri, int tasks, int handlers) {
+  auto opened = acan::OpenSpace(uri);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "acan demo: %s\n", opened.status().ToString().c_str());
+    return 2;
+  }
+  acan::Space& space = **opened;
+  std::vector<std::thread> pool;
+  std::vector<int> done(handlers, 0);
+  for (int h = 0; h < handlers; ++h) {
+    pool.emplace_back([&, h] {
+      for (;;) {
+        auto pouch = space.Take("demo.task.*", 4, acan::Deadline::Infinite());
+        if (!pouch.ok()) return;  // closed
+        for (const acan::Tuple& t : *pouch) {
+          int x = t.value.As<int>()[0];
+          (void)space.Put(fmt::format("demo.result.{}", x), acan::Value::FromVector(std::vector<int>{x * x}));
+          ++done[h];
+        }
+      }
+    });
+  }
+  for (int i = 0; i < tasks; ++i) {
+    (void)space.Put(fmt::format("demo.task.{}", i), acan::Value::FromVector(std::vector<int>{i}));
+  }
+  long long sum = 0;
+  for (int i = 0; i < tasks; ++i) {
+    auto r = space.Get("demo.result.*", acan::Deadline::Infinite());
+    if (!r.ok()) return 1;
+    sum += r->value.As<int>()[0];
+  }
+  space.Close();
+  for (auto& t : pool) t.join();
+  std::printf("acan demo: %d tasks through %s, %d handlers; sum of squares = %lld\n", tasks,
+              uri.c_str(), handlers, sum);
+  for (int h = 0; h < handlers; ++h) std::printf("  handler %d ran %d tasks\n", h, done[h]);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"acan: checkpoint-free, fault-tolerant, elastic neural-network training"};
+  app.require_subcommand(1);
+  std::string uri = "mem:";
+  int tasks = 1000, handlers = 2;
+  auto* demo = app.add_subcommand("demo", "Move tasks and results through a tuple space");
+  demo->add_option("--space", uri, "Space URI")->capture_default_str();
+  demo->add_option("--tasks", tasks, "Number of tasks")->capture_default_str()->check(CLI::PositiveNumber);
+  demo->add_option("--handlers", handlers, "Handler threads")->capture_default_str()->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  if (demo->parsed()) return RunDemo(uri, tasks, handlers);
+  return 0;
+}
