@@ -36,24 +36,27 @@ void ForwardLayers(const TaskSpec& t, const float* a, int l0, int l1, const floa
 }
 
 // Backward through layers [l0, l1): dz is d loss / dz of layer l1-1 (consumed), acts[l - l0] is
-// the input of layer l. Writes gw/gb per layer and, when dz_prev is not null, d loss / dz of l0-1.
+// the input of layer l. Writes *gw[l - l0] / *gb[l - l0] per layer and, when dz_prev is not null,
+// d loss / dz of layer l0-1.
 void BackwardLayers(const TaskSpec& t, std::vector<float> dz, int l0, int l1,
                     const std::vector<const float*>& acts, const float* const* w,
-                    std::vector<float>* gw, std::vector<float>* gb, std::vector<float>* dz_prev) {
+                    std::vector<float>* const* gw, std::vector<float>* const* gb,
+                    std::vector<float>* dz_prev) {
+  std::vector<float> scratch;
   for (int l = l1 - 1; l >= l0; --l) {
     const int64_t in = t.widths[l], out = t.widths[l + 1];
     const int i = l - l0;
-    gw[i].resize(out * in);
-    gb[i].resize(out);
-    WeightGrad(dz.data(), out, acts[i], in, t.rows, out, in, gw[i].data(), in);
-    BiasGrad(dz.data(), out, t.rows, out, gb[i].data());
+    gw[i]->resize(out * in);
+    gb[i]->resize(out);
+    WeightGrad(dz.data(), out, acts[i], in, t.rows, out, in, gw[i]->data(), in);
+    BiasGrad(dz.data(), out, t.rows, out, gb[i]->data());
     if (l == l0 && dz_prev == nullptr) break;
-    std::vector<float> da(t.rows * in);
+    std::vector<float>& da = l == l0 ? *dz_prev : scratch;
+    da.resize(t.rows * in);
     InputGrad(dz.data(), out, t.rows, out, w[i], in, in, da.data(), in);
     ApplyActivationGrad(ActOf(t, l - 1), acts[i], da.data(), static_cast<int64_t>(da.size()));
-    dz = std::move(da);
+    if (l != l0) std::swap(dz, scratch);
   }
-  if (dz_prev != nullptr) *dz_prev = std::move(dz);
 }
 
 Status RunLoss(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
@@ -70,14 +73,13 @@ Status RunLoss(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
     }
     z = whole.data();
   }
-  std::vector<float> dz(t.rows * o);
+  std::vector<float> whole_dz;
+  std::vector<float>& dz = parts == 1 ? (*out)[1] : whole_dz;
+  dz.resize(t.rows * o);
   ACAN_ASSIGN_OR_RETURN(LossValue v, ComputeLoss(t.loss, z, t.rows, o, in[parts].data(),
                                                  1.0 / static_cast<double>(t.batch), dz.data()));
   (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
-  if (parts == 1) {
-    (*out)[1] = std::move(dz);
-    return Status::Ok();
-  }
+  if (parts == 1) return Status::Ok();
   for (int p = 0; p < parts; ++p) {
     const int64_t w = BlockWidth(o, t.block, p), off = p * t.block;
     std::vector<float>& d = (*out)[1 + p];
@@ -233,7 +235,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
                                      " (a tensor of another step or task size?)");
     }
   }
-  out->assign(t.outputs.size(), {});
+  out->resize(t.outputs.size());
   const int L = t.NumLayers();
   switch (t.op) {
     case TaskOp::kTileForward: {
@@ -295,12 +297,9 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
           LossValue v, ComputeLoss(t.loss, hs.back().data(), t.rows, t.widths.back(), in[1].data(),
                                    1.0 / static_cast<double>(t.batch), dz.data()));
       (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
-      std::vector<std::vector<float>> gw(L), gb(L);
+      std::vector<std::vector<float>*> gw(L), gb(L);
+      for (int l = 0; l < L; ++l) gw[l] = &(*out)[1 + 2 * l], gb[l] = &(*out)[2 + 2 * l];
       BackwardLayers(t, std::move(dz), 0, L, acts, w.data(), gw.data(), gb.data(), nullptr);
-      for (int l = 0; l < L; ++l) {
-        (*out)[1 + 2 * l] = std::move(gw[l]);
-        (*out)[2 + 2 * l] = std::move(gb[l]);
-      }
       break;
     }
     case TaskOp::kStageForward: {
@@ -315,15 +314,10 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       std::vector<const float*> acts(n), w(n);
       for (int i = 0; i < n; ++i) acts[i] = in[1 + i].data();
       for (int i = 0; i < n; ++i) w[i] = in[1 + n + i].data();
-      std::vector<std::vector<float>> gw(n), gb(n);
-      std::vector<float> dz_prev;
+      std::vector<std::vector<float>*> gw(n), gb(n);
+      for (int i = 0; i < n; ++i) gw[i] = &(*out)[2 * i], gb[i] = &(*out)[2 * i + 1];
       BackwardLayers(t, std::vector<float>(in[0].begin(), in[0].end()), t.layer, t.layer_end, acts,
-                     w.data(), gw.data(), gb.data(), t.layer > 0 ? &dz_prev : nullptr);
-      for (int i = 0; i < n; ++i) {
-        (*out)[2 * i] = std::move(gw[i]);
-        (*out)[2 * i + 1] = std::move(gb[i]);
-      }
-      if (t.layer > 0) (*out)[2 * n] = std::move(dz_prev);
+                     w.data(), gw.data(), gb.data(), t.layer > 0 ? &(*out)[2 * n] : nullptr);
       break;
     }
     case TaskOp::kUpdate:

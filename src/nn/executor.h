@@ -13,8 +13,12 @@
 namespace acan::nn {
 
 // inputs[i] holds the tensor named task.inputs[i]; on success outputs holds one tensor per
-// task.outputs, in that order. Input sizes are checked against the spec (InvalidArgument naming
-// the task and the key); label values are checked by the loss.
+// task.outputs, in that order. Vectors already in *outputs are reused (every value is
+// overwritten), so a caller that recycles buffers of OutputSizes() saves allocation and zeroing.
+// An update task may run in place: (*outputs)[0] may be the storage that inputs[0] (the
+// parameter) views, and (*outputs)[1] that of the last input (the velocity). Input sizes are
+// checked against the spec (InvalidArgument naming the task and the key); label values are checked
+// by the loss.
 Status ExecuteTask(const TaskSpec& task, std::span<const std::span<const float>> inputs,
                    std::vector<std::vector<float>>* outputs);
 

@@ -22,13 +22,23 @@ Result<std::unique_ptr<ReferenceTrainer>> ReferenceTrainer::Create(const JobConf
   t->data_ = std::make_unique<Dataset>(std::move(data));
   t->batcher_ =
       std::make_unique<Batcher>(t->data_.get(), job.train.batch, job.data.shuffle, job.train.seed);
-  for (auto& [key, v] : t->plan_.InitialState(init)) t->state_[key] = MakeBuffer(std::move(v));
+  for (auto& [key, v] : t->plan_.InitialState(init)) t->state_[key] = Share(std::move(v));
   return t;
 }
 
 Status ReferenceTrainer::SetTaskSize(int64_t task_size) {
   ACAN_ASSIGN_OR_RETURN(plan_, Plan::Create(job_, task_size));
   return Status::Ok();
+}
+
+Buffer ReferenceTrainer::Share(std::vector<float> v) {
+  return Buffer(new std::vector<float>(std::move(v)));
+}
+
+void ReferenceTrainer::Recycle(Buffer b) {
+  if (!b || b.use_count() != 1 || b->empty()) return;
+  auto& free = pool_[b->size()];
+  if (free.size() < 8) free.push_back(std::move(const_cast<std::vector<float>&>(*b)));
 }
 
 Status ReferenceTrainer::RunTask(const TaskSpec& task) {
@@ -42,10 +52,36 @@ Status ReferenceTrainer::RunTask(const TaskSpec& task) {
     }
     in_spans_.emplace_back(*it->second);
   }
+  const std::vector<int64_t> sizes = OutputSizes(task);
+  outputs_.resize(sizes.size());
+  if (task.op == TaskOp::kUpdate) {
+    // Every other task of the step has run, so this trainer is the sole owner of the shard's
+    // current version: donate it (and the velocity) as the output storage, updated in place.
+    for (size_t i = 0; i < task.outputs.size(); ++i) {
+      auto it = state_.find(task.outputs[i]);
+      if (it != state_.end() && it->second.use_count() == 1) {
+        outputs_[i] = std::move(const_cast<std::vector<float>&>(*it->second));
+        in_spans_[i == 0 ? 0 : in_spans_.size() - 1] = outputs_[i];
+        it->second.reset();
+      }
+    }
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (outputs_[i].size() == static_cast<size_t>(sizes[i])) continue;
+    auto it = pool_.find(static_cast<size_t>(sizes[i]));
+    if (it != pool_.end() && !it->second.empty()) {
+      outputs_[i] = std::move(it->second.back());
+      it->second.pop_back();
+    }
+  }
   ACAN_RETURN_IF_ERROR(ExecuteTask(task, in_spans_, &outputs_));
+  in_spans_.clear();
   for (size_t i = 0; i < task.outputs.size(); ++i) {
     const std::string& key = task.outputs[i];
-    (Plan::IsStateKey(key) ? state_ : tensors_)[key] = MakeBuffer(std::move(outputs_[i]));
+    Buffer& slot = (Plan::IsStateKey(key) ? state_ : tensors_)[key];
+    Buffer old = std::move(slot);
+    slot = Share(std::move(outputs_[i]));
+    Recycle(std::move(old));
   }
   return Status::Ok();
 }
@@ -55,7 +91,7 @@ Result<StepReport> ReferenceTrainer::Step() {
   Batch batch = batcher_->Get(step);
   tensors_.clear();
   for (auto& [key, v] : plan_.StepInputs(step, batch.rows, batch.x, batch.t))
-    tensors_[key] = MakeBuffer(std::move(v));
+    tensors_[key] = Share(std::move(v));
   for (const TaskSpec& task : plan_.StepTasks(step, batch.rows)) {
     ACAN_RETURN_IF_ERROR(RunTask(task));
   }
@@ -67,6 +103,7 @@ Result<StepReport> ReferenceTrainer::Step() {
     r.loss += m[0];
     r.correct += static_cast<int64_t>(m[1]);
   }
+  for (auto& [key, buffer] : tensors_) Recycle(std::move(buffer));
   tensors_.clear();
   ++next_step_;
   return r;

@@ -72,6 +72,10 @@ class ReferenceTrainer {
  private:
   ReferenceTrainer() = default;
   Status RunTask(const TaskSpec& task);
+  // Buffers made here are non-const objects behind a const view, so the sole owner may take
+  // the vector back for reuse (saves an allocation and a zeroing pass per tensor and step).
+  static Buffer Share(std::vector<float> v);
+  void Recycle(Buffer b);
 
   JobConfig job_;
   Plan plan_;
@@ -82,6 +86,7 @@ class ReferenceTrainer {
   std::unordered_map<std::string, Buffer> tensors_;  // the running step's tensors
   std::vector<std::span<const float>> in_spans_;
   std::vector<std::vector<float>> outputs_;
+  std::unordered_map<size_t, std::vector<std::vector<float>>> pool_;  // by size
 };
 
 // Loss and accuracy of `model` on `data` (forward only, in chunks of 256 rows).
