@@ -137,5 +137,12 @@ TEST(JobTest, ParsesFileAndResolvesRelativePaths) {
   EXPECT_TRUE(ParseJobFile(path).status().IsNotFound());
 }
 
+TEST(JobTest, ExampleJobFilesParse) {
+  for (const char* name : {"feasibility.toml", "robustness.toml", "fashion-mnist.toml"}) {
+    Result<JobConfig> job = ParseJobFile(std::string(ACAN_EXAMPLES_DIR) + "/" + name);
+    EXPECT_TRUE(job.ok()) << name << ": " << job.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace acan::nn
