@@ -68,6 +68,7 @@ class [[nodiscard]] Status {
   bool IsTimeout() const { return code_ == StatusCode::kTimeout; }
   bool IsCancelled() const { return code_ == StatusCode::kCancelled; }
   bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
+  bool IsUnavailable() const { return code_ == StatusCode::kUnavailable; }
 
  private:
   StatusCode code_ = StatusCode::kOk;

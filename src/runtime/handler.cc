@@ -1,0 +1,113 @@
+#include "runtime/handler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "nn/executor.h"
+#include "nn/plan.h"
+#include "runtime/messages.h"
+
+namespace acan::runtime {
+
+Handler::Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats)
+    : space_(space), layout_(std::move(layout)), options_(std::move(options)), stats_(stats) {}
+
+std::vector<std::string> Handler::Patterns() const {
+  if (options_.capabilities.empty()) return {layout_.AnyTaskPattern()};
+  std::vector<std::string> out;
+  for (nn::TaskType t : options_.capabilities) out.push_back(layout_.TaskPattern(t));
+  return out;
+}
+
+void Handler::Run(const std::atomic<bool>& stop) {
+  std::vector<Pattern> patterns;
+  for (const std::string& p : Patterns()) patterns.push_back(Pattern::Parse(p).value());
+  size_t next = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    int pouch = options_.pouch ? std::max(1, options_.pouch->load(std::memory_order_relaxed)) : 1;
+    // One capability: block on it. Several (MIMD): look at each in turn without blocking, then
+    // block briefly on the next one, so no type starves.
+    Result<std::vector<Tuple>> got = Status::Timeout("");
+    if (patterns.size() == 1) {
+      got = space_->Take(patterns[0], pouch, Deadline::After(options_.poll));
+    } else {
+      for (size_t i = 0; i < patterns.size() && !got.ok(); ++i) {
+        got = space_->Take(patterns[(next + i) % patterns.size()], pouch, Deadline::Now());
+      }
+      if (!got.ok() && got.status().IsTimeout()) {
+        got = space_->Take(patterns[next], pouch, Deadline::After(std::chrono::milliseconds(2)));
+      }
+      next = (next + 1) % patterns.size();
+    }
+    if (!got.ok()) {
+      if (got.status().IsCancelled()) return;
+      continue;
+    }
+    for (const Tuple& t : *got) {
+      if (!RunTask(t, stop)) return;
+    }
+  }
+}
+
+bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
+  auto decoded = DecodeTaskMessage(tuple.value);
+  if (!decoded.ok()) {
+    stats_->bad_tuples.fetch_add(1);
+    spdlog::warn("handler {}: dropping task tuple '{}': {}", options_.id, tuple.key.str(),
+                 decoded.status().ToString());
+    return true;
+  }
+  const TaskMessage& m = *decoded;
+  std::vector<Value> inputs;
+  std::vector<std::span<const float>> spans;
+  inputs.reserve(m.input_keys.size());
+  for (const std::string& key : m.input_keys) {
+    auto r = space_->Read(key);
+    if (!r.ok() || !r->has_value()) {
+      // The step moved on (a late duplicate) or the input was lost: the manager resends.
+      stats_->missing_inputs.fetch_add(1);
+      return true;
+    }
+    inputs.push_back(std::move((*r)->value));
+    spans.push_back(inputs.back().As<float>());
+  }
+  const auto start = Clock::now();
+  std::vector<std::vector<float>> outputs;
+  Status s = nn::ExecuteTask(m.spec, spans, &outputs);
+  auto exec = Clock::now() - start;
+  // A slow processor: stretch the task's time by the speed factor.
+  double speed = stats_->speed.load(std::memory_order_relaxed);
+  if (speed > 1.0) {
+    auto until = start + std::chrono::duration_cast<Clock::duration>(exec * speed);
+    while (Clock::now() < until && !stop.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(5)));
+    }
+    exec = Clock::now() - start;
+  }
+  const int64_t exec_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exec).count();
+  if (stop.load(std::memory_order_relaxed)) {
+    stats_->lost_ns.fetch_add(exec_ns);
+    return false;  // crashed mid-task: nothing is reported
+  }
+  DoneMessage done{m.attempt, options_.id, exec_ns, ""};
+  if (s.ok()) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string& out = m.spec.outputs[i];
+      std::string key = nn::Plan::IsStateKey(out) ? layout_.Proposal(out, m.spec.step)
+                                                  : layout_.Tensor(out);
+      Status put = space_->Put(key, Value::FromVector(std::move(outputs[i])));
+      if (!put.ok()) return !put.IsCancelled();
+    }
+  } else {
+    done.error = s.ToString();
+  }
+  if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
+    return !put.IsCancelled();
+  }
+  stats_->tasks.fetch_add(1);
+  stats_->busy_ns.fetch_add(exec_ns);
+  return true;
+}
+
+}  // namespace acan::runtime

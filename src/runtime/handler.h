@@ -1,0 +1,58 @@
+// A handler: a processor that takes pouches of tasks matching its capabilities from the space,
+// reads their inputs from the space, runs the kernels and puts the outputs and a done report
+// back. It keeps no state the space does not also hold, so killing one loses only the tasks in
+// its hands, which the manager sends again when their deadlines pass.
+// One Handler runs on one thread; its HandlerStats may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "acan/space.h"
+#include "nn/task.h"
+#include "runtime/layout.h"
+
+namespace acan::runtime {
+
+struct HandlerStats {
+  std::atomic<int64_t> tasks{0};           // tasks run to completion and reported
+  std::atomic<int64_t> busy_ns{0};         // time spent running tasks (stretched by speed)
+  std::atomic<int64_t> lost_ns{0};         // work lost in crashes
+  std::atomic<int64_t> crashes{0};
+  std::atomic<int64_t> missing_inputs{0};  // tasks dropped because an input was gone
+  std::atomic<int64_t> bad_tuples{0};      // undecodable task tuples
+  std::atomic<double> speed{1.0};          // current slow-down factor (1 = full speed)
+};
+
+struct HandlerOptions {
+  int id = 0;
+  // Task types this handler runs; empty means every type (SIMD).
+  std::vector<nn::TaskType> capabilities;
+  // How many tasks to take at once; read before every take, so a controller may change it.
+  const std::atomic<int>* pouch = nullptr;  // null: 1
+  // How often a blocked take wakes to look at `stop`.
+  std::chrono::milliseconds poll{50};
+};
+
+class Handler {
+ public:
+  Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats);
+
+  // Runs until `stop` is set or the space is closed. A crash (stop set by a fault injector)
+  // abandons the pouch in hand: its tasks are lost, as on a real processor.
+  void Run(const std::atomic<bool>& stop);
+
+ private:
+  // Runs one task; false when it was abandoned (stop was set mid-task).
+  bool RunTask(const Tuple& task, const std::atomic<bool>& stop);
+  std::vector<std::string> Patterns() const;
+
+  Space* space_;
+  Layout layout_;
+  HandlerOptions options_;
+  HandlerStats* stats_;
+};
+
+}  // namespace acan::runtime

@@ -1,0 +1,487 @@
+#include "runtime/manager.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+#include <unordered_set>
+
+#include "nn/model.h"
+#include "runtime/messages.h"
+
+namespace acan::runtime {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+struct Manager::TaskRun {
+  nn::TaskSpec spec;
+  int missing = 0;  // step tensors this task reads that do not exist yet
+  bool dispatched = false;
+  bool done = false;
+  int32_t attempt = 0;
+  Clock::time_point sent_at;
+  Clock::time_point deadline;
+};
+
+struct Manager::ActiveStep {
+  int64_t step = 0;
+  int64_t rows = 0;
+  std::vector<TaskRun> tasks;
+  std::unordered_map<std::string, std::vector<size_t>> waiting;  // tensor -> tasks reading it
+  std::vector<std::string> inputs;                               // the step's input tensors
+  size_t done = 0;
+};
+
+namespace {
+int64_t NowMs() {
+  return duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn::Dataset* data,
+                 ManagerOptions options)
+    : space_(space),
+      layout_(std::move(layout)),
+      job_(job),
+      data_(data),
+      options_(std::move(options)),
+      controller_(options_.controller) {
+  batcher_ = std::make_unique<nn::Batcher>(data_, job_->train.batch, job_->data.shuffle,
+                                           job_->train.seed);
+  total_steps_ = batcher_->BatchesPerEpoch() * job_->train.epochs;
+}
+
+Manager::~Manager() = default;
+
+const nn::Plan& Manager::PlanFor(int64_t task_size) {
+  auto it = plans_.find(task_size);
+  if (it == plans_.end()) {
+    auto plan = nn::Plan::Create(*job_, task_size);
+    // The job was validated when the run started; a failure here is a programming error.
+    if (!plan.ok()) spdlog::critical("manager: plan: {}", plan.status().ToString());
+    it = plans_.emplace(task_size, std::move(plan).value()).first;
+  }
+  return it->second;
+}
+
+Status Manager::InitJob(Space* space, const Layout& layout, const nn::JobConfig& job,
+                        const nn::Model& init) {
+  ACAN_ASSIGN_OR_RETURN(auto existing, space->Read(layout.ManagerState()));
+  if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
+  for (auto& [key, tensor] : plan.InitialState(init)) {
+    ACAN_RETURN_IF_ERROR(space->Put(layout.State(key, 0), Value::FromVector(std::move(tensor))));
+  }
+  Progress p;
+  ACAN_RETURN_IF_ERROR(space->Put(layout.ManagerState(), Value::FromString(p.ToJson())));
+  return space->Put(layout.Lease(), EncodeLeaseMessage({"", 0}));
+}
+
+Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
+  ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.ManagerState()));
+  if (!t.has_value()) return Status::NotFound("no manager state for job '" + layout.job() + "'");
+  return Progress::FromJson(t->value.AsString());
+}
+
+// ---- lease ----
+
+Status Manager::AcquireLease(const std::atomic<bool>& crash) {
+  const Pattern lease = Pattern::Parse(layout_.Lease()).value();
+  for (;;) {
+    if (crash.load()) return Status::Cancelled(options_.owner + " crashed while standing by");
+    ACAN_ASSIGN_OR_RETURN(auto seen, space_->Read(lease));
+    bool free = false;
+    if (seen.has_value()) {
+      ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
+      free = m.expires_ms < NowMs() || m.owner == options_.owner;
+    }
+    if (free) {
+      // Take the single token; check it again (it may have been renewed meanwhile).
+      auto token = space_->Get(lease, Deadline::After(options_.lease / 2));
+      if (token.ok()) {
+        ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(token->value));
+        if (m.expires_ms < NowMs() || m.owner == options_.owner) {
+          lease_expires_ = std::chrono::system_clock::now() + options_.lease;
+          ACAN_RETURN_IF_ERROR(space_->Put(
+              layout_.Lease(), EncodeLeaseMessage({options_.owner, NowMs() + options_.lease.count()})));
+          lease_renew_at_ = Clock::now() + options_.lease / 3;
+          took_over_ = !m.owner.empty() && m.owner != options_.owner;
+          return Status::Ok();
+        }
+        ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), token->value));  // not ours: put it back
+      } else if (!token.status().IsTimeout()) {
+        return token.status();
+      }
+    }
+    std::this_thread::sleep_for(options_.lease / 5);
+  }
+}
+
+Status Manager::RenewLease() {
+  const Pattern lease = Pattern::Parse(layout_.Lease()).value();
+  while (std::chrono::system_clock::now() < lease_expires_) {
+    auto token = space_->Get(lease, Deadline::After(options_.lease / 10));
+    if (!token.ok()) {
+      if (token.status().IsTimeout()) continue;  // someone is looking at it; try again
+      return token.status();
+    }
+    ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(token->value));
+    if (m.owner != options_.owner) {
+      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), token->value));
+      return Status::Unavailable(fmt::format("{} lost the lease to {}", options_.owner, m.owner));
+    }
+    lease_expires_ = std::chrono::system_clock::now() + options_.lease;
+    lease_renew_at_ = Clock::now() + options_.lease / 3;
+    return space_->Put(layout_.Lease(),
+                       EncodeLeaseMessage({options_.owner, NowMs() + options_.lease.count()}));
+  }
+  return Status::Unavailable(options_.owner + "'s lease expired before it could renew it");
+}
+
+// ---- state ----
+
+Status Manager::LoadState() {
+  ACAN_ASSIGN_OR_RETURN(progress_, ReadProgress(space_, layout_));
+  progress_.total_steps = total_steps_;
+  if (progress_.epochs.size() < size_t(job_->train.epochs)) progress_.epochs.resize(job_->train.epochs);
+  int64_t task_size = progress_.task_size > 0 ? progress_.task_size : options_.task_size;
+  plan_ = &PlanFor(task_size);
+  progress_.task_size = plan_->task_size();
+  for (const nn::ShardSpec& s : plan_->shards()) {
+    for (const std::string& key : {s.key, s.momentum_key}) {
+      if (key.empty()) continue;
+      ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_.StatePattern(key)));
+      int64_t best = -1;
+      for (const Tuple& t : all) {
+        std::string_view v = t.key.token(t.key.token_count() - 1).substr(1);
+        int64_t n = -1;
+        std::from_chars(v.data(), v.data() + v.size(), n);
+        best = std::max(best, n);
+      }
+      if (best < 0) {
+        return Status::DataLoss(fmt::format("job '{}': no version of shard '{}' in the space",
+                                            layout_.job(), key));
+      }
+      version_[key] = best;
+    }
+  }
+  next_admit_ = progress_.next_step;
+  // A previous manager may have admitted up to `window` steps: look before re-running them.
+  recover_steps_ = progress_.dispatched > 0 ? options_.window : 0;
+  if (took_over_) progress_.manager_takeovers++;
+  return Status::Ok();
+}
+
+Status Manager::SaveState() {
+  const Pattern state = Pattern::Parse(layout_.ManagerState()).value();
+  auto old = space_->Take(state, 16, Deadline::Now());
+  if (!old.ok() && !old.status().IsTimeout()) return old.status();
+  return space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson()));
+}
+
+int64_t Manager::MinVersion() const {
+  int64_t m = INT64_MAX;
+  for (const auto& [k, v] : version_) m = std::min(m, v);
+  return m;
+}
+
+// ---- dataflow ----
+
+Status Manager::Admit(int64_t step) {
+  const bool recovering = recover_steps_ > 0;
+  if (recovering) --recover_steps_;
+  ActiveStep& st = active_[step];
+  st.step = step;
+  st.rows = batcher_->BatchRows(step);
+  nn::Batch batch = batcher_->Get(step);
+  std::unordered_set<std::string> present;
+  for (auto& [key, tensor] : plan_->StepInputs(step, st.rows, batch.x, batch.t)) {
+    st.inputs.push_back(key);
+    present.insert(key);
+    if (recovering) {
+      ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
+      if (t.has_value()) continue;
+    }
+    ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
+  }
+  std::vector<nn::TaskSpec> specs = plan_->StepTasks(step, st.rows);
+  st.tasks.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    TaskRun& t = st.tasks[i];
+    t.spec = std::move(specs[i]);
+    task_index_[t.spec.key] = {step, i};
+    for (const std::string& in : t.spec.inputs) {
+      if (nn::Plan::IsStateKey(in) || present.count(in)) continue;
+      ++t.missing;
+      st.waiting[in].push_back(i);
+    }
+  }
+  if (recovering) ACAN_RETURN_IF_ERROR(Recover(st));
+  for (TaskRun& t : st.tasks) {
+    if (!t.dispatched && Ready(st, t)) ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
+  }
+  return Status::Ok();
+}
+
+// A previous manager got this far: what is already in the space need not run again. First find
+// the tasks whose outputs all exist (done) or that are still queued, then release what they feed.
+Status Manager::Recover(ActiveStep& st) {
+  std::unordered_set<std::string> queued;
+  ACAN_ASSIGN_OR_RETURN(auto tasks, space_->ReadAll(layout_.AnyTaskPattern()));
+  for (const Tuple& q : tasks) queued.insert(q.key.str());
+  for (TaskRun& t : st.tasks) {
+    bool done = true;
+    for (const std::string& out : t.spec.outputs) {
+      std::string key = layout_.Tensor(out);
+      if (nn::Plan::IsStateKey(out)) {
+        if (version_.at(out) > st.step) continue;
+        key = layout_.Proposal(out, st.step);
+      }
+      ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(key));
+      done = done && p.has_value();
+    }
+    t.dispatched = done || queued.count(layout_.Task(t.spec.type, t.spec.key)) > 0;
+    t.done = done;
+    if (t.dispatched && !done) {  // still queued: a fresh deadline instead of a second copy
+      t.attempt = 1;
+      t.sent_at = Clock::now();
+      t.deadline = t.sent_at + controller_.Timeout(t.spec);
+    }
+  }
+  for (TaskRun& t : st.tasks) {
+    if (!t.done) continue;
+    ++st.done;
+    for (const std::string& out : t.spec.outputs) {
+      if (!nn::Plan::IsStateKey(out)) {
+        for (size_t i : st.waiting[out]) --st.tasks[i].missing;
+        st.waiting.erase(out);
+      } else if (version_.at(out) == st.step) {
+        ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
+  if (t.missing > 0) return false;
+  if (t.spec.type != nn::TaskType::kUpdate) return true;
+  for (const std::string& in : t.spec.inputs) {
+    if (nn::Plan::IsStateKey(in) && version_.at(in) != st.step) return false;
+  }
+  return true;
+}
+
+Status Manager::Dispatch(ActiveStep& st, TaskRun& t, const char* reason) {
+  TaskMessage m;
+  m.spec = t.spec;
+  m.attempt = ++t.attempt;
+  for (const std::string& in : t.spec.inputs) {
+    if (!nn::Plan::IsStateKey(in)) {
+      m.input_keys.push_back(layout_.Tensor(in));
+    } else {
+      // An update reads exactly the version it advances; other tasks the newest one.
+      int64_t v = t.spec.type == nn::TaskType::kUpdate ? st.step : version_.at(in);
+      m.input_keys.push_back(layout_.State(in, v));
+    }
+  }
+  t.dispatched = true;
+  t.sent_at = Clock::now();
+  t.deadline = t.sent_at + controller_.Timeout(t.spec);
+  progress_.dispatched++;
+  if (reason) {
+    progress_.retransmitted++;
+    progress_.retransmit_reasons[reason]++;
+  }
+  return space_->Put(layout_.Task(t.spec.type, t.spec.key), EncodeTaskMessage(m));
+}
+
+Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
+  auto it = st.waiting.find(tensor);
+  if (it == st.waiting.end()) return Status::Ok();
+  std::vector<size_t> readers = std::move(it->second);
+  st.waiting.erase(it);
+  for (size_t i : readers) {
+    TaskRun& t = st.tasks[i];
+    if (--t.missing == 0 && !t.dispatched && Ready(st, t)) {
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Manager::OnDone(const Tuple& tuple) {
+  std::string task_key(layout_.TaskKeyOfDone(tuple.key.str()));
+  auto msg = DecodeDoneMessage(tuple.value);
+  if (!msg.ok()) {
+    spdlog::warn("manager: ignoring done tuple '{}': {}", tuple.key.str(), msg.status().ToString());
+    return Status::Ok();
+  }
+  auto it = task_index_.find(task_key);
+  if (it == task_index_.end()) {  // a late duplicate of a finished step
+    progress_.duplicates_discarded++;
+    return Status::Ok();
+  }
+  ActiveStep& st = active_.at(it->second.first);
+  TaskRun& t = st.tasks[it->second.second];
+  if (t.done) {
+    progress_.duplicates_discarded++;
+    return Status::Ok();
+  }
+  if (!msg->error.empty()) {
+    return Status::FailedPrecondition(
+        fmt::format("task '{}' failed on handler {}: {}", task_key, msg->handler, msg->error));
+  }
+  t.done = true;
+  ++st.done;
+  progress_.completed++;
+  progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
+  progress_.useful_task_s += double(msg->exec_ns) / 1e9;
+  if (t.attempt == 1) controller_.Observe(t.spec, duration_cast<nanoseconds>(Clock::now() - t.sent_at));
+  for (const std::string& out : t.spec.outputs) {
+    if (nn::Plan::IsStateKey(out)) {
+      Status applied = ApplyUpdate(out, st.step);
+      if (applied.IsNotFound()) {  // its result was lost: run it again
+        t.done = false;
+        --st.done;
+        progress_.completed--;
+        return Dispatch(st, t, "lost-result");
+      }
+      ACAN_RETURN_IF_ERROR(applied);
+    } else {
+      ACAN_RETURN_IF_ERROR(MarkAvailable(st, out));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
+  int64_t& v = version_.at(key);
+  if (v != step) {
+    if (v < step) progress_.gaps++;  // cannot happen: updates are dispatched at version == step
+    return Status::Ok();             // already applied: a duplicate
+  }
+  auto proposal = space_->Take(layout_.Proposal(key, step), 64, Deadline::Now());
+  if (!proposal.ok()) {
+    if (proposal.status().IsTimeout()) {
+      return Status::NotFound(fmt::format("the update of '{}' at step {} is not in the space", key, step));
+    }
+    return proposal.status();
+  }
+  // Compare-and-set: only this manager writes versions, and only from version == step.
+  ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->front().value));
+  v = step + 1;
+  progress_.versions_applied++;
+  // Versions older than the window can no longer be read by a task being dispatched.
+  int64_t stale = step + 1 - options_.window - 1;
+  if (stale >= 0) (void)space_->Take(layout_.State(key, stale), 16, Deadline::Now());
+  return Status::Ok();
+}
+
+Status Manager::DispatchReadyUpdates() {
+  for (auto& [step, st] : active_) {
+    for (TaskRun& t : st.tasks) {
+      if (!t.dispatched && t.spec.type == nn::TaskType::kUpdate && Ready(st, t)) {
+        ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Manager::CheckDeadlines() {
+  const auto now = Clock::now();
+  for (auto& [step, st] : active_) {
+    for (TaskRun& t : st.tasks) {
+      if (!t.dispatched || t.done || t.deadline > now) continue;
+      // Still queued in the space: nothing was lost, the handlers are just busy. Wait longer.
+      const std::string key = layout_.Task(t.spec.type, t.spec.key);
+      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(key));
+      if (queued.has_value()) {
+        t.deadline = now + controller_.Timeout(t.spec);
+        continue;
+      }
+      controller_.Backoff(t.spec);
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t, "timeout"));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Manager::CleanupStep(const ActiveStep& st) {
+  auto drop = [&](const std::string& key) { (void)space_->Take(key, SIZE_MAX, Deadline::Now()); };
+  for (const std::string& k : st.inputs) drop(layout_.Tensor(k));
+  for (const TaskRun& t : st.tasks) {
+    drop(layout_.Task(t.spec.type, t.spec.key));
+    for (const std::string& out : t.spec.outputs) {
+      drop(nn::Plan::IsStateKey(out) ? layout_.Proposal(out, st.step) : layout_.Tensor(out));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Manager::FinalizeSteps() {
+  while (!active_.empty()) {
+    ActiveStep& st = active_.begin()->second;
+    if (st.done < st.tasks.size()) break;
+    int64_t epoch = st.step / batcher_->BatchesPerEpoch();
+    EpochTotals& e = progress_.epochs.at(epoch);
+    for (const std::string& k : plan_->MetricKeys(st.step, st.rows)) {
+      ACAN_ASSIGN_OR_RETURN(auto m, space_->Read(layout_.Tensor(k)));
+      if (!m.has_value()) return Status::DataLoss("metrics tensor '" + k + "' is missing");
+      auto v = m->value.As<float>();
+      e.loss_sum += double(v[0]) * double(st.rows);
+      e.correct += static_cast<int64_t>(v[1]);
+    }
+    e.rows += st.rows;
+    progress_.next_step = st.step + 1;
+    progress_.finished = progress_.next_step >= total_steps_;
+    ACAN_RETURN_IF_ERROR(SaveState());
+    ACAN_RETURN_IF_ERROR(CleanupStep(st));
+    for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
+    active_.erase(active_.begin());
+    if (options_.on_step) options_.on_step(progress_);
+  }
+  return Status::Ok();
+}
+
+Clock::time_point Manager::NextWake() const {
+  Clock::time_point wake = std::min(lease_renew_at_, Clock::now() + milliseconds(100));
+  for (const auto& [step, st] : active_) {
+    for (const TaskRun& t : st.tasks) {
+      if (t.dispatched && !t.done) wake = std::min(wake, t.deadline);
+    }
+  }
+  return wake;
+}
+
+Status Manager::Run(const std::atomic<bool>& crash) {
+  ACAN_RETURN_IF_ERROR(AcquireLease(crash));
+  ACAN_RETURN_IF_ERROR(LoadState());
+  if (progress_.finished) return Status::Ok();
+  const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
+  while (progress_.next_step < total_steps_) {
+    if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
+    if (Clock::now() >= lease_renew_at_) ACAN_RETURN_IF_ERROR(RenewLease());
+    while (static_cast<int64_t>(active_.size()) < options_.window && next_admit_ < total_steps_ &&
+           MinVersion() >= next_admit_ - options_.window + 1) {
+      ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
+    }
+    auto dones = space_->Take(done, 256, Deadline(NextWake()));
+    if (dones.ok()) {
+      for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
+      ACAN_RETURN_IF_ERROR(DispatchReadyUpdates());
+    } else if (!dones.status().IsTimeout()) {
+      return dones.status();
+    }
+    ACAN_RETURN_IF_ERROR(CheckDeadlines());
+    ACAN_RETURN_IF_ERROR(FinalizeSteps());
+  }
+  return Status::Ok();
+}
+
+}  // namespace acan::runtime

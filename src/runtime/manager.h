@@ -1,0 +1,113 @@
+// The manager: turns the partition plan into task tuples as their inputs come to exist, tracks a
+// deadline per outstanding task, sends a task again when its deadline passes, discards late and
+// duplicate results, and applies each update exactly once (DESIGN.md sections 4 and 5).
+//
+// Exactly-once updates: a parameter shard lives in the space as <job>.p.<shard>.v<version>. An
+// update task of step s is dispatched only when the shard is at version s; the handler proposes
+// the next value, and the manager alone writes version s + 1, and only if the shard is still at
+// s (a compare-and-set), so a duplicate can never apply twice. With window W, steps s..s+W-1 run
+// at once and a step's gradients read any version >= s - W + 1.
+//
+// Restartable: everything the manager needs is in the space (the state tuple, the versions, the
+// step tensors and the queued tasks), so a new manager, in this process or another, resumes from
+// there. A lease token makes sure one manager is active; a standby waits until it lapses.
+// One Manager runs on one thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "acan/space.h"
+#include "nn/dataset.h"
+#include "nn/plan.h"
+#include "runtime/controller.h"
+#include "runtime/layout.h"
+#include "runtime/progress.h"
+
+namespace acan::runtime {
+
+struct ManagerOptions {
+  std::string owner = "manager";  // this manager's name in the lease
+  int64_t window = 1;
+  int64_t task_size = -1;  // -1: the job's partition.task_size
+  std::chrono::milliseconds lease{1000};
+  ControllerOptions controller;
+  // Called after each completed step with the progress so far (on the manager's thread).
+  std::function<void(const Progress&)> on_step;
+};
+
+class Manager {
+ public:
+  // REQUIRES: `space`, `job` and `data` outlive the manager.
+  Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn::Dataset* data,
+          ManagerOptions options);
+  ~Manager();
+
+  // Puts the initial state of a new job (version-0 shards, the state tuple, a free lease) unless
+  // the job's state tuple is already there. Call once before the first manager runs.
+  static Status InitJob(Space* space, const Layout& layout, const nn::JobConfig& job,
+                        const nn::Model& init);
+
+  // Waits for the lease (as a standby), then runs or resumes the job until every step has been
+  // applied. Returns Cancelled when `crash` is set: the manager stops at once, as if killed,
+  // leaving its lease to lapse. Unavailable when it loses its lease to another manager.
+  Status Run(const std::atomic<bool>& crash);
+
+  // The controller's current timeouts by task class, in milliseconds.
+  std::map<std::string, double> TimeoutsMs() const { return controller_.TimeoutsMs(); }
+
+  // The job's progress as stored in the space (readable by anyone, e.g. after the run).
+  static Result<Progress> ReadProgress(Space* space, const Layout& layout);
+
+ private:
+  struct TaskRun;
+  struct ActiveStep;
+
+  Status AcquireLease(const std::atomic<bool>& crash);
+  Status RenewLease();
+  Status LoadState();
+  Status SaveState();
+  Status Admit(int64_t step);
+  Status Recover(ActiveStep& st);
+  Status Dispatch(ActiveStep& st, TaskRun& task, const char* reason);
+  bool Ready(const ActiveStep& st, const TaskRun& task) const;
+  Status OnDone(const Tuple& done);
+  Status ApplyUpdate(const std::string& key, int64_t step);
+  Status MarkAvailable(ActiveStep& st, const std::string& tensor);
+  Status DispatchReadyUpdates();
+  Status CheckDeadlines();
+  Status FinalizeSteps();
+  Status CleanupStep(const ActiveStep& st);
+  Clock::time_point NextWake() const;
+  int64_t MinVersion() const;
+  const nn::Plan& PlanFor(int64_t task_size);
+
+  Space* space_;
+  Layout layout_;
+  const nn::JobConfig* job_;
+  const nn::Dataset* data_;
+  ManagerOptions options_;
+  Controller controller_;
+  std::unique_ptr<nn::Batcher> batcher_;
+  std::map<int64_t, nn::Plan> plans_;  // by task size
+  const nn::Plan* plan_ = nullptr;
+  int64_t total_steps_ = 0;
+
+  Progress progress_;                                 // persisted in the state tuple
+  std::unordered_map<std::string, int64_t> version_;  // shard key -> current version
+  std::map<int64_t, ActiveStep> active_;
+  std::unordered_map<std::string, std::pair<int64_t, size_t>> task_index_;  // key -> step, index
+  int64_t next_admit_ = 0;
+  int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
+  bool took_over_ = false;
+  Clock::time_point lease_renew_at_;
+  std::chrono::system_clock::time_point lease_expires_;
+};
+
+}  // namespace acan::runtime

@@ -1,0 +1,142 @@
+#include "runtime/messages.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace acan::runtime {
+namespace {
+
+constexpr uint32_t kTaskMagic = 0x41435431;   // "ACT1"
+constexpr uint32_t kDoneMagic = 0x41434431;   // "ACD1"
+constexpr uint32_t kLeaseMagic = 0x41434c31;  // "ACL1"
+
+class Writer {
+ public:
+  template <typename T>
+  void Pod(T v) {
+    size_t at = out_.size();
+    out_.resize(at + sizeof(T));
+    std::memcpy(out_.data() + at, &v, sizeof(T));
+  }
+  void Str(std::string_view s) {
+    Pod<uint32_t>(static_cast<uint32_t>(s.size()));
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  Value Done() { return Value::FromVector(std::move(out_)); }
+
+ private:
+  std::vector<char> out_;
+};
+
+class Reader {
+ public:
+  Reader(const Value& v, const char* what) : p_(v.AsString()), what_(what) {}
+  template <typename T>
+  Status Pod(T* v) {
+    if (p_.size() < sizeof(T)) return Truncated();
+    std::memcpy(v, p_.data(), sizeof(T));
+    p_.remove_prefix(sizeof(T));
+    return Status::Ok();
+  }
+  Status Str(std::string* s) {
+    uint32_t n = 0;
+    ACAN_RETURN_IF_ERROR(Pod(&n));
+    if (p_.size() < n) return Truncated();
+    s->assign(p_.substr(0, n));
+    p_.remove_prefix(n);
+    return Status::Ok();
+  }
+  Status Magic(uint32_t want) {
+    uint32_t m = 0;
+    ACAN_RETURN_IF_ERROR(Pod(&m));
+    if (m != want) {
+      return Status::DataLoss(fmt::format("{} tuple has magic {:#x}, expected {:#x}", what_, m, want));
+    }
+    return Status::Ok();
+  }
+  Status End() {
+    if (!p_.empty()) return Status::DataLoss(fmt::format("{} tuple has {} trailing bytes", what_, p_.size()));
+    return Status::Ok();
+  }
+
+ private:
+  Status Truncated() { return Status::DataLoss(fmt::format("{} tuple is truncated", what_)); }
+  std::string_view p_;
+  const char* what_;
+};
+
+}  // namespace
+
+Value EncodeTaskMessage(const TaskMessage& m) {
+  Writer w;
+  w.Pod(kTaskMagic);
+  w.Pod(m.attempt);
+  w.Pod<uint32_t>(static_cast<uint32_t>(m.input_keys.size()));
+  for (const auto& k : m.input_keys) w.Str(k);
+  w.Str(nn::EncodeTask(m.spec));
+  return w.Done();
+}
+
+Result<TaskMessage> DecodeTaskMessage(const Value& v) {
+  Reader r(v, "task");
+  TaskMessage m;
+  ACAN_RETURN_IF_ERROR(r.Magic(kTaskMagic));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.attempt));
+  uint32_t n = 0;
+  ACAN_RETURN_IF_ERROR(r.Pod(&n));
+  if (n > 4096) return Status::DataLoss(fmt::format("task tuple claims {} inputs", n));
+  m.input_keys.resize(n);
+  for (auto& k : m.input_keys) ACAN_RETURN_IF_ERROR(r.Str(&k));
+  std::string spec;
+  ACAN_RETURN_IF_ERROR(r.Str(&spec));
+  ACAN_RETURN_IF_ERROR(r.End());
+  ACAN_ASSIGN_OR_RETURN(m.spec, nn::DecodeTask(spec));
+  if (m.spec.inputs.size() != m.input_keys.size()) {
+    return Status::DataLoss(fmt::format("task tuple for '{}' resolves {} of its {} inputs",
+                                        m.spec.key, m.input_keys.size(), m.spec.inputs.size()));
+  }
+  return m;
+}
+
+Value EncodeDoneMessage(const DoneMessage& m) {
+  Writer w;
+  w.Pod(kDoneMagic);
+  w.Pod(m.attempt);
+  w.Pod(m.handler);
+  w.Pod(m.exec_ns);
+  w.Str(m.error);
+  return w.Done();
+}
+
+Result<DoneMessage> DecodeDoneMessage(const Value& v) {
+  Reader r(v, "done");
+  DoneMessage m;
+  ACAN_RETURN_IF_ERROR(r.Magic(kDoneMagic));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.attempt));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.handler));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.exec_ns));
+  ACAN_RETURN_IF_ERROR(r.Str(&m.error));
+  ACAN_RETURN_IF_ERROR(r.End());
+  return m;
+}
+
+Value EncodeLeaseMessage(const LeaseMessage& m) {
+  Writer w;
+  w.Pod(kLeaseMagic);
+  w.Str(m.owner);
+  w.Pod(m.expires_ms);
+  return w.Done();
+}
+
+Result<LeaseMessage> DecodeLeaseMessage(const Value& v) {
+  Reader r(v, "lease");
+  LeaseMessage m;
+  ACAN_RETURN_IF_ERROR(r.Magic(kLeaseMagic));
+  ACAN_RETURN_IF_ERROR(r.Str(&m.owner));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.expires_ms));
+  ACAN_RETURN_IF_ERROR(r.End());
+  return m;
+}
+
+}  // namespace acan::runtime

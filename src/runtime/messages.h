@@ -1,0 +1,42 @@
+// The values of the runtime's tuples: a task to run, a handler's done report, the manager's
+// lease. Binary, little-endian, versioned by a magic number; Decode checks every length, so a
+// corrupt or foreign tuple is a DataLoss error, never a crash. Plain values; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acan/status.h"
+#include "acan/value.h"
+#include "nn/task.h"
+
+namespace acan::runtime {
+
+struct TaskMessage {
+  nn::TaskSpec spec;
+  int32_t attempt = 1;
+  // The space key each input is read from, in spec.inputs order (state inputs resolved to the
+  // version this attempt must read).
+  std::vector<std::string> input_keys;
+};
+Value EncodeTaskMessage(const TaskMessage& m);
+Result<TaskMessage> DecodeTaskMessage(const Value& v);
+
+struct DoneMessage {
+  int32_t attempt = 0;
+  int32_t handler = -1;
+  int64_t exec_ns = 0;  // time the kernel ran (including any injected slow-down)
+  std::string error;    // non-empty: the task failed deterministically (bad inputs); no outputs
+};
+Value EncodeDoneMessage(const DoneMessage& m);
+Result<DoneMessage> DecodeDoneMessage(const Value& v);
+
+struct LeaseMessage {
+  std::string owner;
+  int64_t expires_ms = 0;  // system clock, milliseconds since the epoch; 0 = free
+};
+Value EncodeLeaseMessage(const LeaseMessage& m);
+Result<LeaseMessage> DecodeLeaseMessage(const Value& v);
+
+}  // namespace acan::runtime

@@ -1,0 +1,42 @@
+// Progress: the counters a job accumulates, persisted by the manager in the space (so a new
+// manager continues them) and reported in summary.json. Plain value; JSON round trip.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "acan/status.h"
+
+namespace acan::runtime {
+
+struct EpochTotals {
+  double loss_sum = 0;  // sum over steps of (mean mini-batch loss * rows)
+  int64_t correct = 0;
+  int64_t rows = 0;
+};
+
+struct Progress {
+  int64_t next_step = 0;    // every step before this one is applied
+  int64_t total_steps = 0;
+  bool finished = false;
+  int64_t dispatched = 0;
+  int64_t completed = 0;
+  int64_t retransmitted = 0;
+  int64_t duplicates_discarded = 0;
+  std::map<std::string, int64_t> by_type;             // completed tasks per type
+  std::map<std::string, int64_t> retransmit_reasons;  // reason -> count
+  double useful_task_s = 0;                            // first completions only
+  int64_t versions_applied = 0;
+  int64_t gaps = 0;     // an update found its shard behind the step (must stay 0)
+  int64_t repeats = 0;  // a version applied twice (must stay 0)
+  int64_t manager_takeovers = 0;
+  std::vector<EpochTotals> epochs;
+  int64_t task_size = 0;
+
+  std::string ToJson() const;
+  static Result<Progress> FromJson(std::string_view text);
+};
+
+}  // namespace acan::runtime

@@ -1,0 +1,200 @@
+// The runtime against the reference trainer: with window 1 the distributed run ends with bitwise
+// the reference weights, fault-free, under dropped, duplicated and delayed tuples, with a killed
+// manager, and with MIMD handlers.
+#include <gtest/gtest.h>
+
+#include "nn/model.h"
+#include "nn/trainer.h"
+#include "runtime/job_runner.h"
+#include "space/fault_space.h"
+
+namespace acan::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+nn::JobConfig Job(const std::string& strategy, int64_t samples = 24, int64_t batch = 1,
+                  int64_t task_size = 0, const std::string& extra = "") {
+  std::string text = R"(
+[model]
+layers = [44, 44, 1]
+activation = "tanh"
+loss = "mse"
+[data]
+source = "synthetic"
+samples = )" + std::to_string(samples) + R"(
+[train]
+epochs = 2
+batch = )" + std::to_string(batch) + R"(
+lr = 0.05
+seed = 7
+[partition]
+strategy = ")" + strategy + R"("
+task_size = )" + std::to_string(task_size) + "\n" + extra;
+  auto job = nn::ParseJobString(text);
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  return *job;
+}
+
+struct Reference {
+  nn::Model model;
+  std::string sha;
+};
+
+Reference RunReference(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data) {
+  auto trainer = nn::ReferenceTrainer::Create(job, init, data);
+  EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
+  auto epochs = (*trainer)->Train();
+  EXPECT_TRUE(epochs.ok()) << epochs.status().ToString();
+  nn::Model m = (*trainer)->CurrentModel();
+  return {m, nn::ModelSha256(m)};
+}
+
+RunResult RunDistributed(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+                         RunOptions options) {
+  auto r = RunJob(job, data, init, options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : RunResult{};
+}
+
+void ExpectInvariants(const RunResult& r, const nn::JobConfig& job) {
+  auto plan = nn::Plan::Create(job);
+  int64_t state_keys = 0;
+  for (const auto& s : plan->shards()) state_keys += s.momentum_key.empty() ? 1 : 2;
+  EXPECT_EQ(r.progress.gaps, 0);
+  EXPECT_EQ(r.progress.repeats, 0);
+  EXPECT_EQ(r.progress.versions_applied, state_keys * r.progress.total_steps);
+  EXPECT_TRUE(r.progress.finished);
+}
+
+class RuntimeStrategyTest : public ::testing::TestWithParam<std::pair<std::string, int64_t>> {};
+
+TEST_P(RuntimeStrategyTest, WindowOneIsBitwiseTheReference) {
+  auto [strategy, task_size] = GetParam();
+  nn::JobConfig job = Job(strategy, 24, 4, task_size);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  Reference ref = RunReference(job, init, data);
+  RunOptions o;
+  o.handlers = 3;
+  o.window = 1;
+  RunResult r = RunDistributed(job, init, data, o);
+  EXPECT_EQ(nn::ModelSha256(r.model), ref.sha);
+  ExpectInvariants(r, job);
+  EXPECT_EQ(r.progress.retransmitted, 0);
+  EXPECT_EQ(r.progress.completed, r.progress.dispatched);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, RuntimeStrategyTest,
+                         ::testing::Values(std::pair{"data", 0}, std::pair{"data", 2},
+                                           std::pair{"tiles", 16}, std::pair{"pipeline", 0}));
+
+RunResult RunWithFaults(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+                        FaultOptions faults, std::shared_ptr<FaultCounts> counts) {
+  RunOptions o;
+  o.handlers = 3;
+  o.controller.min_timeout = 150ms;  // far above any task here: no spurious retransmission
+  o.controller.initial_timeout = 300ms;
+  o.wrap_space = [=](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+    return std::make_unique<FaultSpace>(std::move(inner), faults, counts);
+  };
+  return RunDistributed(job, init, data, o);
+}
+
+TEST(RuntimeTest, EveryLostTupleIsRetransmittedOnce) {
+  nn::JobConfig job = Job("tiles", 12, 2, 16);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  Reference ref = RunReference(job, init, data);
+  auto counts = std::make_shared<FaultCounts>();
+  FaultOptions f;
+  f.patterns = {"job.task.>", "job.done.>"};
+  f.drop = 0.04;
+  f.seed = 5;
+  RunResult r = RunWithFaults(job, init, data, f, counts);
+  EXPECT_EQ(nn::ModelSha256(r.model), ref.sha);
+  ExpectInvariants(r, job);
+  ASSERT_GT(counts->dropped.load(), 0);
+  EXPECT_EQ(r.progress.retransmitted, counts->dropped.load());
+  EXPECT_EQ(r.progress.retransmit_reasons["timeout"], counts->dropped.load());
+}
+
+TEST(RuntimeTest, DropsDuplicatesAndDelaysChangeTheCostNeverTheResult) {
+  nn::JobConfig job = Job("tiles", 12, 2, 16);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  Reference ref = RunReference(job, init, data);
+  auto counts = std::make_shared<FaultCounts>();
+  FaultOptions f;
+  f.patterns = {"job.task.>", "job.done.>"};
+  f.drop = 0.03;
+  f.duplicate = 0.05;
+  f.delay = 0.05;
+  f.delay_by = 3ms;
+  f.seed = 11;
+  RunResult r = RunWithFaults(job, init, data, f, counts);
+  EXPECT_EQ(nn::ModelSha256(r.model), ref.sha);
+  ExpectInvariants(r, job);
+  ASSERT_GT(counts->duplicated.load(), 0);
+  ASSERT_GT(counts->delayed.load(), 0);
+  EXPECT_GT(r.progress.duplicates_discarded, 0);
+  // A drop is masked when a duplicate of the same tuple got through; otherwise it costs one
+  // retransmission.
+  EXPECT_LE(r.progress.retransmitted, counts->dropped.load());
+  EXPECT_GE(r.progress.retransmitted, counts->dropped.load() - counts->duplicated.load());
+}
+
+TEST(RuntimeTest, KilledManagerIsReplacedAndTheResultIsUnchanged) {
+  nn::JobConfig job = Job("data", 24, 2, 0);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  Reference ref = RunReference(job, init, data);
+  for (bool standby : {true, false}) {
+    RunOptions o;
+    o.handlers = 2;
+    o.lease = 100ms;
+    o.standby = standby;
+    o.kill_manager_after_step = 7;
+    // With a standby, the killed one comes back too late: the standby must take over.
+    o.manager_restart_delay = standby ? 400ms : 10ms;
+    RunResult r = RunDistributed(job, init, data, o);
+    EXPECT_EQ(nn::ModelSha256(r.model), ref.sha) << "standby " << standby;
+    ExpectInvariants(r, job);
+    EXPECT_EQ(r.manager_crashes, 1);
+    EXPECT_EQ(r.progress.manager_takeovers, standby ? 1 : 0);
+  }
+}
+
+TEST(RuntimeTest, MimdHandlersRunDifferentTaskTypes) {
+  nn::JobConfig job = Job("tiles", 12, 3, 16);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  Reference ref = RunReference(job, init, data);
+  RunOptions o;
+  o.handlers = 3;
+  using T = nn::TaskType;
+  o.capabilities = {{T::kForward, T::kActivation}, {T::kLoss, T::kBackward}, {T::kUpdate}};
+  RunResult r = RunDistributed(job, init, data, o);
+  EXPECT_EQ(nn::ModelSha256(r.model), ref.sha);
+  ExpectInvariants(r, job);
+  EXPECT_GT(r.handlers[2].tasks, 0);
+  EXPECT_EQ(r.handlers[2].tasks, r.progress.by_type["update"]);
+}
+
+TEST(RuntimeTest, LargerWindowConverges) {
+  nn::JobConfig job = Job("data", 100, 1, 0);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  RunOptions o;
+  o.handlers = 4;
+  o.window = 4;
+  RunResult r = RunDistributed(job, init, data, o);
+  ExpectInvariants(r, job);
+  ASSERT_EQ(r.progress.epochs.size(), 2u);
+  double first = r.progress.epochs[0].loss_sum / double(r.progress.epochs[0].rows);
+  double second = r.progress.epochs[1].loss_sum / double(r.progress.epochs[1].rows);
+  EXPECT_LT(second, first);
+}
+
+}  // namespace
+}  // namespace acan::runtime
