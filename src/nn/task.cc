@@ -101,8 +101,19 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
     return Status::InvalidArgument(std::string("task bytes lack a field or have a wrong type: ") +
                                    e.what());
   }
-  if (static_cast<int>(t.op) < 0 || static_cast<int>(t.op) > static_cast<int>(TaskOp::kUpdate)) {
-    return Status::InvalidArgument("task \"" + t.key + "\" has an unknown op");
+  const int layers = static_cast<int>(t.widths.size()) - 1;
+  bool ok = static_cast<int>(t.op) >= 0 && t.op <= TaskOp::kUpdate &&
+            static_cast<int>(t.type) >= 0 && t.type <= TaskType::kUpdate &&
+            static_cast<int>(t.activation) >= 0 && t.activation <= Activation::kIdentity &&
+            static_cast<int>(t.loss) >= 0 && t.loss <= LossKind::kSoftmaxCrossEntropy &&
+            layers >= 1 && t.layer >= 0 && t.layer < layers && t.layer_end >= 0 &&
+            t.layer_end <= layers && t.rows >= 0 && t.batch >= 1 && t.parts >= 0 && t.block >= 0 &&
+            t.r0 >= 0 && t.r0 <= t.r1 && t.c0 >= 0 && t.c0 <= t.c1;
+  for (int64_t w : t.widths) ok = ok && w >= 1;
+  if (ok) ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];
+  if (!ok) {
+    return Status::InvalidArgument("task \"" + t.key +
+                                   "\" has out-of-range fields; was it made by EncodeTask?");
   }
   return t;
 }
