@@ -2,10 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "acan/space.h"
+#include "cli/commands.h"
 
 namespace {
 
@@ -53,6 +57,12 @@ int RunDemo(const std::string& uri, int tasks, int handlers) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS starts its worker threads when the library loads; handlers are the parallelism
+  // here (DESIGN.md section 6), so make sure it starts none: set the variable and start again.
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
+  }
   CLI::App app{"acan: checkpoint-free, fault-tolerant, elastic neural-network training"};
   app.require_subcommand(1);
   std::string uri = "mem:";
@@ -61,7 +71,8 @@ int main(int argc, char** argv) {
   demo->add_option("--space", uri, "Space URI")->capture_default_str();
   demo->add_option("--tasks", tasks, "Number of tasks")->capture_default_str()->check(CLI::PositiveNumber);
   demo->add_option("--handlers", handlers, "Handler threads")->capture_default_str()->check(CLI::PositiveNumber);
+  acan::cli::AddTrainCommands(app);
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return RunDemo(uri, tasks, handlers);
-  return 0;
+  return acan::cli::RunParsedTrainCommand();
 }

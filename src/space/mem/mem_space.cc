@@ -98,9 +98,11 @@ std::shared_ptr<MemSpace::Waiter> MemSpace::SignalWaiterLocked(const Key& key) {
 namespace {
 // How long a getter that found nothing watches for a put before it blocks. A wake-up through
 // the kernel costs a context switch on each side; a put that comes within a few microseconds is
-// picked up without one. Skipped on a single core, where spinning only delays the putter.
+// picked up without one. At most half the cores spin at once (none on a single core): with more
+// waiting threads than cores, spinning would only take the CPU from the threads doing the work.
 constexpr int kSpinIterations = 1024;
-const bool kCanSpin = std::thread::hardware_concurrency() > 1;
+const int kMaxSpinners = static_cast<int>(std::thread::hardware_concurrency() / 2);
+std::atomic<int> g_spinners{0};
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -125,15 +127,18 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
           "{}: no tuple matching '{}' in space '{}' before the deadline", SpaceOpName(op),
           pattern.str(), uri_));
     }
-    if (kCanSpin && !spun) {
+    if (!spun && g_spinners.fetch_add(1, std::memory_order_relaxed) < kMaxSpinners) {
       spun = true;
       const uint64_t seen = puts_.load(std::memory_order_relaxed);
       lock.unlock();
       for (int i = 0; i < kSpinIterations && puts_.load(std::memory_order_acquire) == seen; ++i) {
         CpuRelax();
       }
+      g_spinners.fetch_sub(1, std::memory_order_relaxed);
       lock.lock();
       if (puts_.load(std::memory_order_relaxed) != seen) continue;
+    } else if (!spun) {
+      g_spinners.fetch_sub(1, std::memory_order_relaxed);
     }
     std::shared_ptr<Waiter> w = ThreadWaiter();
     w->pattern = &pattern;

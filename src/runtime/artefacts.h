@@ -1,0 +1,31 @@
+// The artefacts of a run, in one folder: model.safetensors and summary.json (the fields are the
+// contract of `acan train`; docs/operations.md lists them). Plain functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "acan/nn/job.h"
+#include "acan/status.h"
+#include "nn/dataset.h"
+#include "runtime/job_runner.h"
+
+namespace acan::runtime {
+
+struct RunFigures {
+  double initial_loss = 0;  // the initial model over the training set
+  double final_loss = 0;    // the trained model over the training set
+  double accuracy = -1;     // classification: the trained model's accuracy; -1 = regression
+};
+
+// Evaluates the initial and trained models on `data`.
+Result<RunFigures> Evaluate(const nn::JobConfig& job, const nn::Dataset& data,
+                            const nn::Model& init, const RunResult& run);
+
+nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
+                           const RunResult& run, const RunFigures& figures);
+
+// Writes model.safetensors and summary.json into `dir` (created when missing).
+Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);
+
+}  // namespace acan::runtime
