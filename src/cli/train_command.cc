@@ -11,6 +11,7 @@
 #include "nn/model.h"
 #include "runtime/artefacts.h"
 #include "runtime/job_runner.h"
+#include "runtime/process.h"
 
 namespace acan::cli {
 namespace {
@@ -83,7 +84,7 @@ class ProgressPrinter {
 // and, through `summary`, the summary written.
 int TrainAndReport(const nn::JobConfig& job, runtime::RunOptions options, const std::string& init_path,
                    const std::string& out_dir, bool quiet, nlohmann::json* summary) {
-  nn::InitBlas();
+  runtime::TuneProcess();
   auto data = nn::LoadDataset(job);
   if (!data.ok()) return Fail(data.status());
   Result<nn::Model> init = init_path.empty() ? nn::InitialModel(job)
