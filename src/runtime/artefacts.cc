@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -71,11 +72,66 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
   }
   j["per_handler"] = handlers;
   j["crashes"] = {{"handlers", handler_crashes}, {"manager", run.manager_crashes}};
-  j["controller"] = {{"timeout_ms", run.timeouts_ms}, {"task_size", p.task_size}, {"pouch", run.pouch}};
+  const ControllerSnapshot& c = run.controller;
+  json decisions = json::array();
+  for (const ControllerDecision& d : c.decisions) {
+    decisions.push_back({{"t_s", d.t_s}, {"completion_rate", d.completion_rate}, {"action", d.action},
+                         {"pouch", d.pouch}, {"task_size", d.task_size},
+                         {"timeout_scale", d.timeout_scale}});
+  }
+  j["controller"] = {{"timeout_ms", c.timeouts_ms},       {"mean_timeout_ms", c.mean_timeout_ms},
+                     {"task_size", p.task_size},          {"pouch", c.pouch},
+                     {"handler_pouch", run.pouch},        {"completion_rate", c.completion_rate},
+                     {"decisions", decisions}};
+  auto quantiles = [](std::vector<double> v) {
+    json q = {{"count", v.size()}, {"median_ms", nullptr}, {"p95_ms", nullptr}};
+    if (v.empty()) return q;
+    std::sort(v.begin(), v.end());
+    q["median_ms"] = v[v.size() / 2];
+    q["p95_ms"] = v[std::min(v.size() - 1, v.size() * 95 / 100)];
+    return q;
+  };
+  json recovery = {{"handler_crash_to_retransmitted_done", quantiles(run.recovery.handler_ms)},
+                   {"manager_crash_to_next_step", quantiles(run.recovery.manager_ms)},
+                   {"task", quantiles(run.recovery.task_ms)}};
+  const json& hq = recovery["handler_crash_to_retransmitted_done"];
+  const json& tq = recovery["task"];
+  recovery["median_recovery_over_median_task"] =
+      hq["median_ms"].is_null() || tq["median_ms"].is_null() || tq["median_ms"].get<double>() <= 0
+          ? json(nullptr)
+          : json(hq["median_ms"].get<double>() / tq["median_ms"].get<double>());
+  j["recovery"] = recovery;
   j["weights_sha256"] = nn::ModelSha256(run.model);
   j["strategy"] = std::string(nn::ToString(job.partition.strategy));
   return j;
 }
+
+namespace {
+Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
+  std::ofstream out(path);
+  size_t handlers = run.handlers.size();
+  out << "t_s,samples_per_s,step,task_size,pouch,completion_rate,mean_timeout_ms";
+  for (size_t h = 0; h < handlers; ++h) out << ",h" << h << "_tasks,h" << h << "_speed";
+  out << ",handler_crashes,manager_crashes,timeouts_ms\n";
+  for (const MetricsRow& r : run.metrics) {
+    out << fmt::format("{:.3f},{:.1f},{},{},{},{:.3f},{:.3f}", r.t_s, r.samples_per_s, r.step,
+                       r.task_size, r.pouch, r.completion_rate, r.mean_timeout_ms);
+    for (size_t h = 0; h < handlers; ++h) {
+      out << "," << (h < r.handler_tasks.size() ? r.handler_tasks[h] : 0) << ","
+          << (h < r.handler_speeds.size() ? r.handler_speeds[h] : 0);
+    }
+    out << "," << r.handler_crashes << "," << r.manager_crashes << ",\"";
+    bool first = true;
+    for (const auto& [cls, ms] : r.timeouts_ms) {
+      out << (first ? "" : ";") << cls << "=" << fmt::format("{:.3f}", ms);
+      first = false;
+    }
+    out << "\"\n";
+  }
+  if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", path));
+  return Status::Ok();
+}
+}  // namespace
 
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary) {
   std::error_code ec;
@@ -85,6 +141,7 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
         fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
   }
   ACAN_RETURN_IF_ERROR(nn::SaveModel(dir + "/model.safetensors", run.model));
+  ACAN_RETURN_IF_ERROR(WriteMetricsCsv(dir + "/metrics.csv", run));
   const std::string path = dir + "/summary.json";
   const std::string tmp = path + ".tmp";
   {

@@ -1,15 +1,24 @@
-// The controller: sets each task's timeout from what the manager observes (DESIGN.md section 7).
+// The adaptive controller (DESIGN.md section 7): sets each task's timeout, how many tasks the
+// manager keeps in flight (the pouch), and, when the job lets it, the task size.
 //
-// Per task class (its op and the log2 of its work) it keeps a smoothed latency and its variance,
-// as TCP does (SRTT, RTTVAR), and sets the timeout to max(floor, multiplier * (SRTT + 4 RTTVAR)).
-// Before a class has a sample its timeout is `initial`. Not thread-safe: the manager owns it.
+// Timeouts: per task class (its op and the log2 of its work, so a bigger task is its own class)
+// a smoothed latency and its variance, as TCP keeps them (SRTT, RTTVAR, RFC 6298), give
+// timeout = max(floor, multiplier * (SRTT + 4 RTTVAR)); a class without a sample uses the probed
+// mean task time times the multiplier, else `initial_timeout`. A retransmission doubles its
+// class's timeout until the next sample (Karn's rule).
+// Completion rate over a sliding window of dispatch outcomes (done in time = 1, timed out = 0):
+// above 90% grow the pouch (then the task size), below 70% shrink the task size (else lengthen
+// the timeouts). Every decision is recorded with its inputs.
+// Not thread-safe: the manager owns it; Snapshot() copies what others may read.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "nn/task.h"
 
@@ -19,36 +28,80 @@ struct ControllerOptions {
   std::chrono::milliseconds initial_timeout{2000};
   std::chrono::milliseconds min_timeout{20};
   std::chrono::milliseconds max_timeout{60000};
-  double multiplier = 3.0;  // the design note: 3-5x the mean task time
+  double multiplier = 4.0;   // the design note: 3-5x the mean task time
+  int handlers = 1;          // the pouch starts at 2-3x this
+  int64_t initial_pouch = 0;  // 0: 2.5x handlers
+  int64_t max_pouch = 0;      // 0: 8x handlers
+  bool adapt_task_size = false;
+  int64_t task_size = 0;      // the starting task size (when adapting) or the fixed one
+  int64_t min_task_size = 1;
+  int64_t max_task_size = 1 << 20;
+  size_t window = 64;         // dispatch outcomes in the completion-rate window
+};
+
+struct ControllerDecision {
+  double t_s = 0;  // seconds since the controller started
+  double completion_rate = 0;
+  std::string action;  // "grow pouch", "grow task size", "shrink task size", "lengthen timeouts"
+  int64_t pouch = 0;
+  int64_t task_size = 0;
+  double timeout_scale = 1;
+};
+
+struct ControllerSnapshot {
+  std::map<std::string, double> timeouts_ms;  // by task class
+  double mean_timeout_ms = 0;
+  int64_t pouch = 0;
+  int64_t task_size = 0;
+  double completion_rate = 1;
+  std::vector<ControllerDecision> decisions;
 };
 
 class Controller {
  public:
-  explicit Controller(ControllerOptions options = {}) : options_(options) {}
+  explicit Controller(ControllerOptions options = {});
 
   std::chrono::nanoseconds Timeout(const nn::TaskSpec& task) const;
-  // A task of this class completed `latency` after it was sent.
+  // A probe ran this task locally in `elapsed`: seeds its class before any real sample.
+  void Probe(const nn::TaskSpec& task, std::chrono::nanoseconds elapsed);
+  // A task of this class completed `latency` after it was sent (first attempts only).
   void Observe(const nn::TaskSpec& task, std::chrono::nanoseconds latency);
-  // A retransmission: back off this class's timeout (Karn's rule: no sample from it).
+  // A task's deadline passed: back off its class and count a miss.
   void Backoff(const nn::TaskSpec& task);
 
+  int64_t pouch() const { return pouch_; }
+  int64_t task_size() const { return task_size_; }
+  double completion_rate() const;
+  ControllerSnapshot Snapshot() const;
   const ControllerOptions& options() const { return options_; }
-  // The current timeout of every class seen, in milliseconds, by class name.
-  std::map<std::string, double> TimeoutsMs() const;
 
  private:
   struct Estimate {
     double srtt_ns = 0;
     double rttvar_ns = 0;
     bool has_sample = false;
+    double probe_ns = 0;
     double backoff = 1.0;
   };
   using ClassKey = std::pair<int, int>;  // op, log2(work)
   static ClassKey ClassOf(const nn::TaskSpec& task);
   std::chrono::nanoseconds TimeoutOf(const Estimate& e) const;
+  void Record(bool in_time);
+  void Decide();
 
   ControllerOptions options_;
   std::map<ClassKey, Estimate> estimates_;
+  std::deque<bool> outcomes_;
+  size_t since_decision_ = 0;
+  int64_t pouch_;
+  int64_t task_size_;
+  double timeout_scale_ = 1.0;
+  std::vector<ControllerDecision> decisions_;
+  std::chrono::steady_clock::time_point start_;
 };
+
+// The note's starting task size: a quarter of the L3 cache's worth of the tiles or micro-batch
+// rows this model needs (bytes of weights per tile, or of activations per row).
+int64_t InitialTaskSize(const std::vector<int64_t>& widths, bool tiles, int64_t batch);
 
 }  // namespace acan::runtime

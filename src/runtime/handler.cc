@@ -44,8 +44,16 @@ void Handler::Run(const std::atomic<bool>& stop) {
       if (got.status().IsCancelled()) return;
       continue;
     }
-    for (const Tuple& t : *got) {
-      if (!RunTask(t, stop)) return;
+    for (size_t i = 0; i < got->size(); ++i) {
+      if (!RunTask((*got)[i], stop)) {
+        for (size_t j = i; j < got->size(); ++j) {
+          const Key& k = (*got)[j].key;  // <job>.task.<type>.<task key>
+          std::string_view full = k.str();
+          size_t skip = k.token(0).size() + k.token(1).size() + k.token(2).size() + 3;
+          abandoned_.emplace_back(full.substr(skip));
+        }
+        return;
+      }
     }
   }
 }

@@ -44,6 +44,9 @@ class Handler {
   // abandons the pouch in hand: its tasks are lost, as on a real processor.
   void Run(const std::atomic<bool>& stop);
 
+  // After Run returned because of `stop`: the keys of the tasks it had taken and not finished.
+  const std::vector<std::string>& abandoned() const { return abandoned_; }
+
  private:
   // Runs one task; false when it was abandoned (stop was set mid-task).
   bool RunTask(const Tuple& task, const std::atomic<bool>& stop);
@@ -53,6 +56,7 @@ class Handler {
   Layout layout_;
   HandlerOptions options_;
   HandlerStats* stats_;
+  std::vector<std::string> abandoned_;
 };
 
 }  // namespace acan::runtime

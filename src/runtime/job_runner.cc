@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "nn/plan.h"
 #include "runtime/handler.h"
@@ -14,30 +15,89 @@ namespace acan::runtime {
 
 namespace {
 
+using std::chrono::milliseconds;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// What the run's threads report while it goes: the latest progress and controller state, and the
+// crash-to-recovery times.
+class Telemetry {
+ public:
+  void OnStep(const Progress& p, const ControllerSnapshot& c) {
+    std::lock_guard lock(mu_);
+    progress_ = p;
+    controller_ = c;
+    for (auto t : manager_crashes_) recovery_.manager_ms.push_back(Ms(Clock::now() - t));
+    manager_crashes_.clear();
+  }
+  void OnTaskDone(const std::string& key, int64_t exec_ns) {
+    std::lock_guard lock(mu_);
+    if (recovery_.task_ms.size() < 100000) recovery_.task_ms.push_back(double(exec_ns) / 1e6);
+    auto it = lost_.find(key);
+    if (it != lost_.end()) {
+      recovery_.handler_ms.push_back(Ms(Clock::now() - it->second));
+      lost_.erase(it);
+    }
+  }
+  void OnHandlerCrash(const std::vector<std::string>& lost) {
+    std::lock_guard lock(mu_);
+    for (const auto& k : lost) lost_.emplace(k, Clock::now());
+  }
+  void OnManagerCrash() {
+    std::lock_guard lock(mu_);
+    manager_crashes_.push_back(Clock::now());
+  }
+  std::pair<Progress, ControllerSnapshot> Latest() const {
+    std::lock_guard lock(mu_);
+    return {progress_, controller_};
+  }
+  RecoveryStats recovery() const {
+    std::lock_guard lock(mu_);
+    return recovery_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Progress progress_;
+  ControllerSnapshot controller_;
+  RecoveryStats recovery_;
+  std::unordered_map<std::string, Clock::time_point> lost_;
+  std::vector<Clock::time_point> manager_crashes_;
+};
+
 // Runs managers in one slot: a manager that crashes is replaced by a new one (a new incarnation
 // with no local state) after a short delay, until the job is finished or the run stops.
 class ManagerSlot {
  public:
   ManagerSlot(int id, Space* space, const Layout& layout, const nn::JobConfig& job,
-              const nn::Dataset& data, const RunOptions& options, std::atomic<bool>* finished,
-              std::atomic<bool>* stop_all, std::atomic<bool>* killed_once)
+              const nn::Dataset& data, const RunOptions& options, Telemetry* telemetry,
+              std::atomic<bool>* finished, std::atomic<bool>* stop_all,
+              std::atomic<bool>* killed_once)
       : id_(id), space_(space), layout_(layout), job_(job), data_(data), options_(options),
-        finished_(finished), stop_all_(stop_all), killed_once_(killed_once) {}
+        telemetry_(telemetry), finished_(finished), stop_all_(stop_all),
+        killed_once_(killed_once) {}
 
   void Start() { thread_ = std::thread([this] { Loop(); }); }
   void Join() {
     if (thread_.joinable()) thread_.join();
   }
-  void Crash() { crash_.store(true); }
+  // Kills the manager of this slot if it is the active one (a standby has nothing to lose).
+  void CrashIfActive() {
+    if (active_.load()) crash_.store(true);
+  }
   void Stop() { crash_.store(true); }
   int64_t crashes() const { return crashes_.load(); }
   Status status() const {
     std::lock_guard lock(mu_);
     return status_;
   }
-  std::map<std::string, double> timeouts_ms() const {
+  bool has_controller() const {
     std::lock_guard lock(mu_);
-    return timeouts_ms_;
+    return has_controller_;
+  }
+  ControllerSnapshot controller() const {
+    std::lock_guard lock(mu_);
+    return controller_;
   }
 
  private:
@@ -47,27 +107,39 @@ class ManagerSlot {
       mo.owner = fmt::format("manager-{}", id_);
       mo.window = options_.window;
       mo.task_size = options_.task_size;
+      mo.adapt_task_size = options_.adapt_task_size;
       mo.lease = options_.lease;
       mo.controller = options_.controller;
-      mo.on_step = [this](const Progress& p) {
+      mo.controller.handlers = options_.handlers;
+      mo.on_step = [this](const Progress& p, const ControllerSnapshot& c) {
+        telemetry_->OnStep(p, c);
+        {
+          std::lock_guard lock(mu_);
+          controller_ = c;
+          has_controller_ = true;
+        }
         if (options_.on_progress) options_.on_progress(p);
         if (options_.kill_manager_after_step >= 0 &&
             p.next_step >= options_.kill_manager_after_step && !killed_once_->exchange(true)) {
           crash_.store(true);
         }
       };
+      mo.on_active = [this] { active_.store(true); };
+      mo.on_task_done = [this](const std::string& key, int64_t exec_ns) {
+        telemetry_->OnTaskDone(key, exec_ns);
+      };
       Manager manager(space_, layout_, &job_, &data_, mo);
       Status s = manager.Run(crash_);
-      {
-        std::lock_guard lock(mu_);
-        timeouts_ms_ = manager.TimeoutsMs();
-      }
+      const bool was_active = active_.exchange(false);
       if (s.ok()) {
         finished_->store(true);
         return;
       }
       if (s.IsCancelled() && !finished_->load() && !stop_all_->load()) {
-        crashes_.fetch_add(1);
+        if (was_active) {
+          crashes_.fetch_add(1);
+          telemetry_->OnManagerCrash();
+        }
         crash_.store(false);
         std::this_thread::sleep_for(options_.manager_restart_delay);
         continue;
@@ -87,14 +159,61 @@ class ManagerSlot {
   const nn::JobConfig& job_;
   const nn::Dataset& data_;
   const RunOptions& options_;
+  Telemetry* telemetry_;
   std::atomic<bool>* finished_;
   std::atomic<bool>* stop_all_;
-  std::atomic<bool> crash_{false};
   std::atomic<bool>* killed_once_;  // the test hook kills one manager per run
+  std::atomic<bool> crash_{false};
+  std::atomic<bool> active_{false};
   std::atomic<int64_t> crashes_{0};
   mutable std::mutex mu_;
   Status status_;
-  std::map<std::string, double> timeouts_ms_;
+  ControllerSnapshot controller_;
+  bool has_controller_ = false;
+  std::thread thread_;
+};
+
+// Runs handlers in one slot: a crashed handler loses what it holds and comes back, empty-handed,
+// after a delay.
+class HandlerSlot {
+ public:
+  HandlerSlot(Space* space, const Layout& layout, HandlerOptions options, const RunOptions& run,
+              Telemetry* telemetry)
+      : space_(space), layout_(layout), options_(std::move(options)), run_(run),
+        telemetry_(telemetry) {}
+
+  void Start() { thread_ = std::thread([this] { Loop(); }); }
+  void Crash() { stop_.store(true); }
+  void Stop() {
+    finished_.store(true);
+    stop_.store(true);
+  }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  HandlerStats& stats() { return stats_; }
+
+ private:
+  void Loop() {
+    while (!finished_.load()) {
+      Handler handler(space_, layout_, options_, &stats_);
+      handler.Run(stop_);
+      if (finished_.load() || !stop_.load()) return;  // done, or the space closed
+      stats_.crashes.fetch_add(1);
+      telemetry_->OnHandlerCrash(handler.abandoned());
+      std::this_thread::sleep_for(run_.handler_restart_delay);
+      stop_.store(false);
+    }
+  }
+
+  Space* space_;
+  const Layout& layout_;
+  HandlerOptions options_;
+  const RunOptions& run_;
+  Telemetry* telemetry_;
+  HandlerStats stats_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
   std::thread thread_;
 };
 
@@ -111,39 +230,84 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   ACAN_RETURN_IF_ERROR(Manager::InitJob(space.get(), layout, job, init));
 
   const auto start = Clock::now();
+  Telemetry telemetry;
   std::atomic<bool> finished{false}, stop_all{false}, killed_once{false};
   std::atomic<int> pouch{options.pouch};
-  std::vector<std::unique_ptr<HandlerStats>> stats;
-  std::vector<std::thread> handlers;
-  std::atomic<bool> stop_handlers{false};
+  std::vector<std::unique_ptr<HandlerSlot>> handlers;
   for (int h = 0; h < options.handlers; ++h) {
-    stats.push_back(std::make_unique<HandlerStats>());
     HandlerOptions ho;
     ho.id = h;
     if (size_t(h) < options.capabilities.size()) ho.capabilities = options.capabilities[h];
     ho.pouch = &pouch;
-    handlers.emplace_back([&, ho, h] {
-      Handler handler(space.get(), layout, ho, stats[h].get());
-      handler.Run(stop_handlers);
-    });
+    handlers.push_back(
+        std::make_unique<HandlerSlot>(space.get(), layout, ho, options, &telemetry));
   }
   std::vector<std::unique_ptr<ManagerSlot>> slots;
   for (int m = 0; m < (options.standby ? 2 : 1); ++m) {
     slots.push_back(std::make_unique<ManagerSlot>(m, space.get(), layout, job, data, options,
-                                                  &finished, &stop_all, &killed_once));
-    slots.back()->Start();
+                                                  &telemetry, &finished, &stop_all,
+                                                  &killed_once));
   }
-  // The first slot to finish sets `finished`; the standby then gives up waiting for the lease.
-  while (!finished.load() && !stop_all.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Chaos chaos(options.chaos, options.handlers,
+              ChaosActions{[&](int h, double speed) { handlers[h]->stats().speed.store(speed); },
+                           [&](int h) { handlers[h]->Crash(); },
+                           [&] {
+                             for (auto& s : slots) s->CrashIfActive();
+                           }});
+  chaos.Start();
+  for (auto& h : handlers) h->Start();
+  for (auto& s : slots) s->Start();
+
+  // Sample the metrics time series until the job is done.
+  std::vector<MetricsRow> metrics;
+  int64_t last_samples = 0;
+  auto last_t = start;
+  auto next_sample = start + options.metrics_interval;
+  auto sample = [&] {
+    auto now = Clock::now();
+    auto [p, c] = telemetry.Latest();
+    MetricsRow row;
+    row.t_s = std::chrono::duration<double>(now - start).count();
+    int64_t samples = 0;
+    for (const auto& e : p.epochs) samples += e.rows;
+    double dt = std::chrono::duration<double>(now - last_t).count();
+    row.samples_per_s = dt > 0 ? double(samples - last_samples) / dt : 0;
+    last_samples = samples;
+    last_t = now;
+    row.step = p.next_step;
+    row.task_size = p.task_size;
+    row.pouch = c.pouch;
+    row.completion_rate = c.completion_rate;
+    row.mean_timeout_ms = c.mean_timeout_ms;
+    row.timeouts_ms = c.timeouts_ms;
+    for (auto& h : handlers) {
+      row.handler_tasks.push_back(h->stats().tasks.load());
+      row.handler_speeds.push_back(h->stats().speed.load());
+      row.handler_crashes += h->stats().crashes.load();
+    }
+    for (auto& s : slots) row.manager_crashes += s->crashes();
+    metrics.push_back(std::move(row));
+  };
+  while (!finished.load() && !stop_all.load()) {
+    std::this_thread::sleep_for(milliseconds(5));
+    if (Clock::now() >= next_sample) {
+      sample();
+      next_sample += options.metrics_interval;
+    }
+  }
+  chaos.Stop();
   for (auto& s : slots) s->Stop();
   for (auto& s : slots) s->Join();
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  stop_handlers.store(true);
-  for (auto& t : handlers) t.join();
+  sample();
+  for (auto& h : handlers) h->Stop();
+  for (auto& h : handlers) h->Join();
 
   for (auto& s : slots) ACAN_RETURN_IF_ERROR(s->status());
   RunResult result;
   result.wall_s = wall_s;
+  result.metrics = std::move(metrics);
+  result.recovery = telemetry.recovery();
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, result.progress.task_size));
   const int64_t final_version = result.progress.total_steps;
@@ -160,20 +324,21 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   });
   ACAN_RETURN_IF_ERROR(missing);
   for (int h = 0; h < options.handlers; ++h) {
+    HandlerStats& st = handlers[h]->stats();
     HandlerReport r;
     r.id = h;
-    r.tasks = stats[h]->tasks.load();
-    r.busy_s = double(stats[h]->busy_ns.load()) / 1e9;
-    r.lost_s = double(stats[h]->lost_ns.load()) / 1e9;
+    r.tasks = st.tasks.load();
+    r.busy_s = double(st.busy_ns.load()) / 1e9;
+    r.lost_s = double(st.lost_ns.load()) / 1e9;
     r.idle_ratio = wall_s > 0 ? std::max(0.0, 1.0 - (r.busy_s + r.lost_s) / wall_s) : 0;
-    r.speed = stats[h]->speed.load();
-    r.crashes = stats[h]->crashes.load();
-    r.missing_inputs = stats[h]->missing_inputs.load();
+    r.speed = st.speed.load();
+    r.crashes = st.crashes.load();
+    r.missing_inputs = st.missing_inputs.load();
     result.handlers.push_back(r);
   }
   for (auto& s : slots) {
     result.manager_crashes += s->crashes();
-    for (auto& [k, v] : s->timeouts_ms()) result.timeouts_ms[k] = v;
+    if (s->has_controller()) result.controller = s->controller();
   }
   result.pouch = pouch.load();
   result.space = space->Stats();

@@ -16,6 +16,7 @@
 #include "nn/dataset.h"
 #include "nn/model.h"
 #include "nn/task.h"
+#include "runtime/chaos.h"
 #include "runtime/controller.h"
 #include "runtime/progress.h"
 
@@ -31,15 +32,43 @@ struct RunOptions {
   std::function<std::unique_ptr<Space>(std::unique_ptr<Space>)> wrap_space;
   // Per handler (MIMD): the task types it runs; empty or missing means every type (SIMD).
   std::vector<std::vector<nn::TaskType>> capabilities;
-  int pouch = 1;
+  int pouch = 1;  // tasks a handler takes at once (the manager's pouch is the controller's)
+  bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;
   bool standby = true;  // run a standby manager beside the active one
   // Test hook: the active manager is killed once it has completed this many steps (-1: never).
   int64_t kill_manager_after_step = -1;
   std::chrono::milliseconds manager_restart_delay{50};
+  // Injected speeds and crashes (the experiments); a crashed handler restarts after this delay.
+  ChaosOptions chaos;
+  std::chrono::milliseconds handler_restart_delay{100};
+  // How often a row of the metrics time series is taken.
+  std::chrono::milliseconds metrics_interval{500};
   // Called on the manager's thread after every completed step.
   std::function<void(const Progress&)> on_progress;
+};
+
+// One row of metrics.csv.
+struct MetricsRow {
+  double t_s = 0;
+  double samples_per_s = 0;  // since the previous row
+  int64_t step = 0;
+  int64_t task_size = 0;
+  int64_t pouch = 0;
+  double completion_rate = 1;
+  double mean_timeout_ms = 0;
+  std::map<std::string, double> timeouts_ms;
+  std::vector<int64_t> handler_tasks;
+  std::vector<double> handler_speeds;
+  int64_t handler_crashes = 0;
+  int64_t manager_crashes = 0;
+};
+
+struct RecoveryStats {
+  std::vector<double> handler_ms;  // crash -> the lost task's retransmission completes
+  std::vector<double> manager_ms;  // crash -> the next step completes
+  std::vector<double> task_ms;     // execution time of completed tasks (a sample)
 };
 
 struct HandlerReport {
@@ -60,8 +89,10 @@ struct RunResult {
   std::vector<HandlerReport> handlers;
   int64_t manager_crashes = 0;
   int64_t pouch = 1;
-  std::map<std::string, double> timeouts_ms;  // the controller's last timeouts by task class
+  ControllerSnapshot controller;  // the last active manager's controller
   SpaceStats space;
+  std::vector<MetricsRow> metrics;
+  RecoveryStats recovery;
 };
 
 Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, const nn::Model& init,

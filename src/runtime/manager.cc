@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "nn/executor.h"
 #include "nn/model.h"
 #include "runtime/messages.h"
 
@@ -28,6 +29,7 @@ struct Manager::TaskRun {
 };
 
 struct Manager::ActiveStep {
+  const nn::Plan* plan = nullptr;
   int64_t step = 0;
   int64_t rows = 0;
   std::vector<TaskRun> tasks;
@@ -49,7 +51,11 @@ Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn
       job_(job),
       data_(data),
       options_(std::move(options)),
-      controller_(options_.controller) {
+      controller_([&] {
+        ControllerOptions c = options_.controller;
+        c.adapt_task_size = options_.adapt_task_size;
+        return c;
+      }()) {
   batcher_ = std::make_unique<nn::Batcher>(data_, job_->train.batch, job_->data.shuffle,
                                            job_->train.seed);
   total_steps_ = batcher_->BatchesPerEpoch() * job_->train.epochs;
@@ -149,8 +155,20 @@ Status Manager::LoadState() {
   progress_.total_steps = total_steps_;
   if (progress_.epochs.size() < size_t(job_->train.epochs)) progress_.epochs.resize(job_->train.epochs);
   int64_t task_size = progress_.task_size > 0 ? progress_.task_size : options_.task_size;
+  if (options_.adapt_task_size && progress_.task_size <= 0) {
+    task_size = InitialTaskSize(job_->model.layers, job_->partition.strategy == nn::Strategy::kTiles,
+                                job_->train.batch);
+  }
   plan_ = &PlanFor(task_size);
   progress_.task_size = plan_->task_size();
+  if (options_.adapt_task_size) {
+    ControllerOptions c = controller_.options();
+    c.task_size = plan_->task_size();
+    c.max_task_size = job_->partition.strategy == nn::Strategy::kTiles
+                          ? *std::max_element(job_->model.layers.begin(), job_->model.layers.end())
+                          : job_->train.batch;
+    controller_ = Controller(c);
+  }
   for (const nn::ShardSpec& s : plan_->shards()) {
     for (const std::string& key : {s.key, s.momentum_key}) {
       if (key.empty()) continue;
@@ -194,12 +212,17 @@ int64_t Manager::MinVersion() const {
 Status Manager::Admit(int64_t step) {
   const bool recovering = recover_steps_ > 0;
   if (recovering) --recover_steps_;
+  if (options_.adapt_task_size && controller_.task_size() != plan_->task_size()) {
+    plan_ = &PlanFor(controller_.task_size());
+    progress_.task_size = plan_->task_size();
+  }
   ActiveStep& st = active_[step];
+  st.plan = plan_;
   st.step = step;
   st.rows = batcher_->BatchRows(step);
   nn::Batch batch = batcher_->Get(step);
   std::unordered_set<std::string> present;
-  for (auto& [key, tensor] : plan_->StepInputs(step, st.rows, batch.x, batch.t)) {
+  for (auto& [key, tensor] : st.plan->StepInputs(step, st.rows, batch.x, batch.t)) {
     st.inputs.push_back(key);
     present.insert(key);
     if (recovering) {
@@ -208,7 +231,7 @@ Status Manager::Admit(int64_t step) {
     }
     ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
   }
-  std::vector<nn::TaskSpec> specs = plan_->StepTasks(step, st.rows);
+  std::vector<nn::TaskSpec> specs = st.plan->StepTasks(step, st.rows);
   st.tasks.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     TaskRun& t = st.tasks[i];
@@ -247,6 +270,7 @@ Status Manager::Recover(ActiveStep& st) {
     t.dispatched = done || queued.count(layout_.Task(t.spec.type, t.spec.key)) > 0;
     t.done = done;
     if (t.dispatched && !done) {  // still queued: a fresh deadline instead of a second copy
+      ++in_flight_;
       t.attempt = 1;
       t.sent_at = Clock::now();
       t.deadline = t.sent_at + controller_.Timeout(t.spec);
@@ -277,6 +301,29 @@ bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
 }
 
 Status Manager::Dispatch(ActiveStep& st, TaskRun& t, const char* reason) {
+  if (reason == nullptr) {
+    t.dispatched = true;  // owned by the pouch from now on, sent or queued
+    if (in_flight_ >= controller_.pouch()) {
+      ready_.emplace_back(st.step, static_cast<size_t>(&t - st.tasks.data()));
+      return Status::Ok();
+    }
+    ++in_flight_;
+  }
+  return Send(st, t, reason);
+}
+
+Status Manager::SendQueued() {
+  while (!ready_.empty() && in_flight_ < controller_.pouch()) {
+    auto [step, i] = ready_.front();
+    ready_.pop_front();
+    ActiveStep& st = active_.at(step);
+    ++in_flight_;
+    ACAN_RETURN_IF_ERROR(Send(st, st.tasks[i], nullptr));
+  }
+  return Status::Ok();
+}
+
+Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   TaskMessage m;
   m.spec = t.spec;
   m.attempt = ++t.attempt;
@@ -338,6 +385,8 @@ Status Manager::OnDone(const Tuple& tuple) {
   }
   t.done = true;
   ++st.done;
+  --in_flight_;
+  if (options_.on_task_done) options_.on_task_done(t.spec.key, msg->exec_ns);
   progress_.completed++;
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
   progress_.useful_task_s += double(msg->exec_ns) / 1e9;
@@ -348,6 +397,7 @@ Status Manager::OnDone(const Tuple& tuple) {
       if (applied.IsNotFound()) {  // its result was lost: run it again
         t.done = false;
         --st.done;
+        ++in_flight_;
         progress_.completed--;
         return Dispatch(st, t, "lost-result");
       }
@@ -397,7 +447,7 @@ Status Manager::CheckDeadlines() {
   const auto now = Clock::now();
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
-      if (!t.dispatched || t.done || t.deadline > now) continue;
+      if (t.attempt == 0 || t.done || t.deadline > now) continue;
       // Still queued in the space: nothing was lost, the handlers are just busy. Wait longer.
       const std::string key = layout_.Task(t.spec.type, t.spec.key);
       ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(key));
@@ -430,7 +480,7 @@ Status Manager::FinalizeSteps() {
     if (st.done < st.tasks.size()) break;
     int64_t epoch = st.step / batcher_->BatchesPerEpoch();
     EpochTotals& e = progress_.epochs.at(epoch);
-    for (const std::string& k : plan_->MetricKeys(st.step, st.rows)) {
+    for (const std::string& k : st.plan->MetricKeys(st.step, st.rows)) {
       ACAN_ASSIGN_OR_RETURN(auto m, space_->Read(layout_.Tensor(k)));
       if (!m.has_value()) return Status::DataLoss("metrics tensor '" + k + "' is missing");
       auto v = m->value.As<float>();
@@ -444,7 +494,7 @@ Status Manager::FinalizeSteps() {
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
     for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
     active_.erase(active_.begin());
-    if (options_.on_step) options_.on_step(progress_);
+    if (options_.on_step) options_.on_step(progress_, controller_.Snapshot());
   }
   return Status::Ok();
 }
@@ -453,16 +503,43 @@ Clock::time_point Manager::NextWake() const {
   Clock::time_point wake = std::min(lease_renew_at_, Clock::now() + milliseconds(100));
   for (const auto& [step, st] : active_) {
     for (const TaskRun& t : st.tasks) {
-      if (t.dispatched && !t.done) wake = std::min(wake, t.deadline);
+      if (t.attempt > 0 && !t.done) wake = std::min(wake, t.deadline);
     }
   }
   return wake;
 }
 
+// Runs the next step's tasks once, here, on copies, to time each class before the first real
+// sample: the first timeouts are then a multiple of a measured task time, not a guess.
+void Manager::ProbeTasks() {
+  const int64_t step = progress_.next_step;
+  const int64_t rows = batcher_->BatchRows(step);
+  nn::Batch batch = batcher_->Get(step);
+  std::unordered_map<std::string, std::vector<float>> tensors;
+  for (auto& [k, v] : plan_->StepInputs(step, rows, batch.x, batch.t)) tensors[k] = std::move(v);
+  for (const auto& [key, v] : version_) {
+    auto t = space_->Read(layout_.State(key, v));
+    if (!t.ok() || !t->has_value()) return;
+    auto f = (*t)->value.As<float>();
+    tensors[key].assign(f.begin(), f.end());
+  }
+  std::vector<std::vector<float>> outputs;
+  for (const nn::TaskSpec& task : plan_->StepTasks(step, rows)) {
+    std::vector<std::span<const float>> in;
+    for (const std::string& k : task.inputs) in.emplace_back(tensors[k]);
+    const auto start = Clock::now();
+    if (!nn::ExecuteTask(task, in, &outputs).ok()) return;
+    controller_.Probe(task, duration_cast<nanoseconds>(Clock::now() - start));
+    for (size_t i = 0; i < outputs.size(); ++i) tensors[task.outputs[i]] = std::move(outputs[i]);
+  }
+}
+
 Status Manager::Run(const std::atomic<bool>& crash) {
   ACAN_RETURN_IF_ERROR(AcquireLease(crash));
+  if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
   if (progress_.finished) return Status::Ok();
+  if (options_.probe) ProbeTasks();
   const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
@@ -475,6 +552,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     if (dones.ok()) {
       for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
       ACAN_RETURN_IF_ERROR(DispatchReadyUpdates());
+      ACAN_RETURN_IF_ERROR(SendQueued());
     } else if (!dones.status().IsTimeout()) {
       return dones.status();
     }

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,10 +37,18 @@ struct ManagerOptions {
   std::string owner = "manager";  // this manager's name in the lease
   int64_t window = 1;
   int64_t task_size = -1;  // -1: the job's partition.task_size
+  // Let the controller change the task size between steps (results then differ in the last
+  // bits from a fixed-size run; keep it off where bitwise equality matters).
+  bool adapt_task_size = false;
+  bool probe = true;  // time one step's tasks locally to set the first timeouts
   std::chrono::milliseconds lease{1000};
   ControllerOptions controller;
   // Called after each completed step with the progress so far (on the manager's thread).
-  std::function<void(const Progress&)> on_step;
+  std::function<void(const Progress&, const ControllerSnapshot&)> on_step;
+  // Called when this manager holds the lease and starts (or resumes) the job.
+  std::function<void()> on_active;
+  // Called when a task completes for the first time (on the manager's thread).
+  std::function<void(const std::string& task_key, int64_t exec_ns)> on_task_done;
 };
 
 class Manager {
@@ -59,8 +68,7 @@ class Manager {
   // leaving its lease to lapse. Unavailable when it loses its lease to another manager.
   Status Run(const std::atomic<bool>& crash);
 
-  // The controller's current timeouts by task class, in milliseconds.
-  std::map<std::string, double> TimeoutsMs() const { return controller_.TimeoutsMs(); }
+  ControllerSnapshot ControllerState() const { return controller_.Snapshot(); }
 
   // The job's progress as stored in the space (readable by anyone, e.g. after the run).
   static Result<Progress> ReadProgress(Space* space, const Layout& layout);
@@ -75,7 +83,12 @@ class Manager {
   Status SaveState();
   Status Admit(int64_t step);
   Status Recover(ActiveStep& st);
+  // Sends a fresh task when the pouch has room, else queues it; retransmissions (a reason)
+  // always go at once.
   Status Dispatch(ActiveStep& st, TaskRun& task, const char* reason);
+  Status Send(ActiveStep& st, TaskRun& task, const char* reason);
+  Status SendQueued();
+  void ProbeTasks();
   bool Ready(const ActiveStep& st, const TaskRun& task) const;
   Status OnDone(const Tuple& done);
   Status ApplyUpdate(const std::string& key, int64_t step);
@@ -96,7 +109,7 @@ class Manager {
   Controller controller_;
   std::unique_ptr<nn::Batcher> batcher_;
   std::map<int64_t, nn::Plan> plans_;  // by task size
-  const nn::Plan* plan_ = nullptr;
+  const nn::Plan* plan_ = nullptr;      // the plan new steps use
   int64_t total_steps_ = 0;
 
   Progress progress_;                                 // persisted in the state tuple
@@ -104,6 +117,8 @@ class Manager {
   std::map<int64_t, ActiveStep> active_;
   std::unordered_map<std::string, std::pair<int64_t, size_t>> task_index_;  // key -> step, index
   int64_t next_admit_ = 0;
+  int64_t in_flight_ = 0;                          // sent, not yet done
+  std::deque<std::pair<int64_t, size_t>> ready_;  // fresh tasks waiting for room in the pouch
   int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
   bool took_over_ = false;
   Clock::time_point lease_renew_at_;

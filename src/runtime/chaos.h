@@ -1,0 +1,54 @@
+// Injected heterogeneity and faults for the experiments (DESIGN.md section 8): per-handler
+// slow-down factors that change at random every T seconds, and crashes of handlers and of the
+// manager every T seconds with probability p. Seeded, so a schedule can be replayed. The
+// schedule runs on its own thread and acts through callbacks; it is stopped by Stop().
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace acan::runtime {
+
+struct ChaosOptions {
+  std::vector<double> speeds;    // slow-down factors (1 = full speed), given out at random
+  double speed_change_s = 0;     // 0: each handler keeps speeds[i % n]
+  double crash_interval_s = 0;   // 0: no crashes
+  double crash_probability = 0;  // per handler (and the manager) per interval
+  bool crash_manager = false;
+  uint64_t seed = 1;
+};
+
+struct ChaosActions {
+  std::function<void(int handler, double speed)> set_speed;
+  std::function<void(int handler)> crash_handler;
+  std::function<void()> crash_manager;
+};
+
+class Chaos {
+ public:
+  Chaos(ChaosOptions options, int handlers, ChaosActions actions);
+  ~Chaos();
+  // Gives the initial speeds and starts the schedule's thread.
+  void Start();
+  void Stop();
+
+ private:
+  void Loop();
+
+  ChaosOptions options_;
+  int handlers_;
+  ChaosActions actions_;
+  std::mt19937_64 rng_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace acan::runtime
