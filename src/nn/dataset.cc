@@ -78,38 +78,170 @@ Status CheckDataset(const Dataset& data, const JobConfig& job, const std::string
   return Status::Ok();
 }
 
-Result<Dataset> LoadDataset(const JobConfig& job) {
+namespace {
+
+// The rows of one split as stored (before scaling), with `source` naming them for messages.
+struct RawSplit {
+  Dataset data;
+  std::string source;
+};
+
+Result<RawSplit> ReadTrainSplit(const JobConfig& job) {
   const auto& layers = job.model.layers;
   const bool classify = job.model.loss == LossKind::kSoftmaxCrossEntropy;
-  Dataset d;
-  std::string source;
+  RawSplit s;
   switch (job.data.source) {
     case DataSource::kSynthetic:
-      d = MakeSynthetic(job.data.samples, layers.front(), layers.back(), classify, job.train.seed);
-      source = "synthetic data";
-      break;
+      s.data = MakeSynthetic(job.data.samples, layers.front(), layers.back(), classify,
+                             job.train.seed);
+      s.source = "synthetic data";
+      return s;
     case DataSource::kCsv: {
-      source = job.Resolve(job.data.path);
+      s.source = job.Resolve(job.data.path);
       CsvOptions opts;
       opts.target_columns = classify ? 1 : layers.back();
       opts.classification = classify;
-      ACAN_ASSIGN_OR_RETURN(d, ReadCsv(source, opts));
+      ACAN_ASSIGN_OR_RETURN(s.data, ReadCsv(s.source, opts));
       break;
     }
     case DataSource::kIdx: {
-      source = job.Resolve(job.data.images);
-      ACAN_ASSIGN_OR_RETURN(d, ReadIdxDataset(source, job.Resolve(job.data.labels)));
+      s.source = job.Resolve(job.data.images);
+      ACAN_ASSIGN_OR_RETURN(s.data, ReadIdxDataset(s.source, job.Resolve(job.data.labels)));
       break;
     }
     case DataSource::kFashionMnist: {
-      source = std::string(kFashionMnistDir);
-      ACAN_ASSIGN_OR_RETURN(d, LoadFashionMnist(kFashionMnistDir, /*train=*/true));
+      s.source = std::string(kFashionMnistDir) + "/train-*";
+      ACAN_ASSIGN_OR_RETURN(s.data, LoadFashionMnist(kFashionMnistDir, /*train=*/true));
       break;
     }
   }
-  if (job.data.source != DataSource::kSynthetic) d.Truncate(job.data.limit);
-  ACAN_RETURN_IF_ERROR(CheckDataset(d, job, source));
-  return d;
+  s.data.Truncate(job.data.limit);
+  return s;
+}
+
+Result<std::optional<RawSplit>> ReadTestSplit(const JobConfig& job) {
+  if (!job.data.HasTestSplit()) return std::optional<RawSplit>();
+  const bool classify = job.model.loss == LossKind::kSoftmaxCrossEntropy;
+  RawSplit s;
+  switch (job.data.source) {
+    case DataSource::kSynthetic:
+      return std::optional<RawSplit>();
+    case DataSource::kCsv: {
+      s.source = job.Resolve(job.data.test_path);
+      CsvOptions opts;
+      opts.target_columns = classify ? 1 : job.model.layers.back();
+      opts.classification = classify;
+      ACAN_ASSIGN_OR_RETURN(s.data, ReadCsv(s.source, opts));
+      break;
+    }
+    case DataSource::kIdx: {
+      if (job.data.test_images.empty() || job.data.test_labels.empty()) {
+        return Status::InvalidArgument(
+            "an idx test split needs both data.test_images and data.test_labels");
+      }
+      s.source = job.Resolve(job.data.test_images);
+      ACAN_ASSIGN_OR_RETURN(s.data, ReadIdxDataset(s.source, job.Resolve(job.data.test_labels)));
+      break;
+    }
+    case DataSource::kFashionMnist: {
+      s.source = std::string(kFashionMnistDir) + "/t10k-*";
+      ACAN_ASSIGN_OR_RETURN(s.data, LoadFashionMnist(kFashionMnistDir, /*train=*/false));
+      break;
+    }
+  }
+  s.data.Truncate(job.data.test_limit);
+  return std::optional<RawSplit>(std::move(s));
+}
+
+Status CheckTestAgainstTrain(const Dataset& test, const Dataset& train, const std::string& source) {
+  if (test.features != train.features) {
+    return Status::InvalidArgument(source + ": test rows have " + std::to_string(test.features) +
+                                   " features but training rows have " +
+                                   std::to_string(train.features) +
+                                   "; the test split must come from the same kind of data");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void ScaleInputs(InputScale scale, Dataset* data) {
+  if (scale != InputScale::kUnit) return;
+  for (float& v : data->x) v *= 1.0f / 255.0f;
+}
+
+void ApplyStandardization(const std::vector<float>& mean, const std::vector<float>& std,
+                          Dataset* data) {
+  const int64_t f = data->features;
+  std::vector<float> inv(f);
+  for (int64_t j = 0; j < f; ++j) inv[j] = 1.0f / std[j];
+  for (int64_t r = 0; r < data->rows; ++r) {
+    float* xr = &data->x[r * f];
+    for (int64_t j = 0; j < f; ++j) xr[j] = (xr[j] - mean[j]) * inv[j];
+  }
+  data->feature_mean = mean;
+  data->feature_std = std;
+}
+
+void Standardize(Dataset* data) {
+  const int64_t f = data->features;
+  std::vector<double> sum(f, 0.0), sq(f, 0.0);
+  for (int64_t r = 0; r < data->rows; ++r) {
+    const float* xr = &data->x[r * f];
+    for (int64_t j = 0; j < f; ++j) sum[j] += xr[j];
+  }
+  std::vector<float> mean(f), std(f);
+  const double n = std::max<int64_t>(data->rows, 1);
+  for (int64_t j = 0; j < f; ++j) mean[j] = static_cast<float>(sum[j] / n);
+  for (int64_t r = 0; r < data->rows; ++r) {
+    const float* xr = &data->x[r * f];
+    for (int64_t j = 0; j < f; ++j) {
+      const double d = static_cast<double>(xr[j]) - mean[j];
+      sq[j] += d * d;
+    }
+  }
+  for (int64_t j = 0; j < f; ++j) {
+    const double s = std::sqrt(sq[j] / n);
+    std[j] = s < 1e-6 ? 1.0f : static_cast<float>(s);
+  }
+  ApplyStandardization(mean, std, data);
+}
+
+Result<Dataset> LoadDataset(const JobConfig& job) {
+  ACAN_ASSIGN_OR_RETURN(RawSplit s, ReadTrainSplit(job));
+  ACAN_RETURN_IF_ERROR(CheckDataset(s.data, job, s.source));
+  ScaleInputs(job.data.EffectiveScale(), &s.data);
+  if (job.data.standardize) Standardize(&s.data);
+  return std::move(s.data);
+}
+
+Result<std::optional<Dataset>> LoadTestDataset(const JobConfig& job, const Dataset& train) {
+  ACAN_ASSIGN_OR_RETURN(std::optional<RawSplit> s, ReadTestSplit(job));
+  if (!s) return std::optional<Dataset>();
+  ACAN_RETURN_IF_ERROR(CheckDataset(s->data, job, s->source + " (test split)"));
+  ACAN_RETURN_IF_ERROR(CheckTestAgainstTrain(s->data, train, s->source + " (test split)"));
+  ScaleInputs(job.data.EffectiveScale(), &s->data);
+  if (job.data.standardize) {
+    if (static_cast<int64_t>(train.feature_mean.size()) != train.features) {
+      return Status::InvalidArgument(
+          "data.standardize is set but the training set given for its statistics was not "
+          "standardised; load it with LoadDataset for the same job");
+    }
+    ApplyStandardization(train.feature_mean, train.feature_std, &s->data);
+  }
+  return std::optional<Dataset>(std::move(s->data));
+}
+
+Result<std::optional<Dataset>> LoadTestDataset(const JobConfig& job) {
+  if (!job.data.HasTestSplit()) return std::optional<Dataset>();
+  if (job.data.standardize) {
+    ACAN_ASSIGN_OR_RETURN(Dataset train, LoadDataset(job));
+    return LoadTestDataset(job, train);
+  }
+  // Without standardisation only the widths of the training rows matter.
+  Dataset shape;
+  shape.features = job.model.layers.front();
+  return LoadTestDataset(job, shape);
 }
 
 double Accuracy(const float* z, const float* labels, int64_t rows, int64_t classes) {

@@ -1,12 +1,15 @@
-// Training data in memory and the mini-batch schedule. A Dataset holds features and targets as
-// row-major float32; LoadDataset builds one from the job's [data] section (synthetic, csv, idx or
-// the fashion-mnist package) and checks it against the model's input and output widths. Batcher
+// Training and test data in memory and the mini-batch schedule. A Dataset holds features and
+// targets as row-major float32; LoadDataset builds the training set from the job's [data] section
+// (synthetic, csv, idx or the fashion-mnist package), LoadTestDataset the held-out test split,
+// both preprocessed alike (data.scale, data.standardize with the training set's statistics) and
+// checked against the model's input and output widths. Batcher
 // turns a global step number into its mini-batch: epoch = step / BatchesPerEpoch(), rows taken in
 // a per-epoch order shuffled with (seed, epoch), so any process computes the same batch for a
 // step. Dataset is a plain value; a Batcher is not thread-safe (it caches the current epoch).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,10 @@ struct Dataset {
   int64_t classes = 0;          // classification: 1 + the largest label
   std::vector<float> x;         // rows x features
   std::vector<float> y;         // rows x target_width
+  // When data.standardize: the training rows' per-feature mean and divisor, already applied to x
+  // (a test split carries its training set's figures). Empty otherwise.
+  std::vector<float> feature_mean;
+  std::vector<float> feature_std;
 
   // Keeps the first n rows (n <= 0 or n >= rows: unchanged).
   void Truncate(int64_t n);
@@ -34,8 +41,26 @@ struct Dataset {
 Dataset MakeSynthetic(int64_t samples, int64_t inputs, int64_t outputs, bool classification,
                       uint64_t seed);
 
-// The dataset of a job's [data] section, checked against model.layers and model.loss.
+// The training set of a job's [data] section: read, cut to data.limit rows, scaled
+// (data.EffectiveScale()), standardised when data.standardize, and checked against model.layers
+// and model.loss.
 Result<Dataset> LoadDataset(const JobConfig& job);
+
+// The held-out test split (data.test_* keys; fashion-mnist: the t10k files), cut to
+// data.test_limit rows and preprocessed as the training set; nullopt when the job has none.
+// With data.standardize this overload loads the training set for its statistics; the other takes
+// them from `train` (the result of LoadDataset for the same job).
+Result<std::optional<Dataset>> LoadTestDataset(const JobConfig& job);
+Result<std::optional<Dataset>> LoadTestDataset(const JobConfig& job, const Dataset& train);
+
+// x <- x / 255 for InputScale::kUnit; nothing for kNone. REQUIRES: scale != kAuto.
+void ScaleInputs(InputScale scale, Dataset* data);
+// Fits feature_mean/feature_std on data's rows (std < 1e-6 becomes 1) and standardises them.
+void Standardize(Dataset* data);
+// x <- (x - mean) / std per feature with given statistics, which `data` then carries.
+// REQUIRES: mean.size() == std.size() == data->features.
+void ApplyStandardization(const std::vector<float>& mean, const std::vector<float>& std,
+                          Dataset* data);
 
 // Checks a dataset's widths against the model: features == layers[0]; regression targets ==
 // layers.back(); classification labels < layers.back().

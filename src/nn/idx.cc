@@ -111,7 +111,7 @@ Result<Dataset> ReadIdxDataset(const std::string& images_path, const std::string
   d.classification = true;
   d.target_width = 1;
   d.x.resize(images.data.size());
-  for (size_t i = 0; i < images.data.size(); ++i) d.x[i] = images.data[i] * (1.0f / 255.0f);
+  for (size_t i = 0; i < images.data.size(); ++i) d.x[i] = images.data[i];
   d.y.assign(labels.data.begin(), labels.data.end());
   const uint8_t max_label =
       labels.data.empty() ? 0 : *std::max_element(labels.data.begin(), labels.data.end());

@@ -16,6 +16,10 @@
 namespace acan::nn {
 
 inline constexpr std::string_view kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// Fashion-MNIST's class names, by label.
+inline constexpr std::string_view kFashionMnistClasses[10] = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 struct IdxArray {
   std::vector<int64_t> dims;
@@ -28,7 +32,8 @@ Result<std::vector<uint8_t>> ReadMaybeGzip(const std::string& path);
 Result<IdxArray> ParseIdx(std::span<const uint8_t> bytes, std::string_view source,
                           int expected_dims);
 
-// Images scaled to [0, 1] (pixel / 255), one row per image; labels as class numbers.
+// Images as stored (pixel bytes 0..255 as floats; LoadDataset applies data.scale), one row per
+// image; labels as class numbers.
 Result<Dataset> ReadIdxDataset(const std::string& images_path, const std::string& labels_path);
 // The Debian dataset-fashion-mnist package: train-*.gz (train) or t10k-*.gz files under `dir`.
 Result<Dataset> LoadFashionMnist(std::string_view dir, bool train);

@@ -35,6 +35,8 @@ constexpr std::pair<std::string_view, DataSource> kSources[] = {
     {"csv", DataSource::kCsv},
     {"idx", DataSource::kIdx},
     {"fashion-mnist", DataSource::kFashionMnist}};
+constexpr std::pair<std::string_view, InputScale> kScales[] = {
+    {"auto", InputScale::kAuto}, {"none", InputScale::kNone}, {"unit", InputScale::kUnit}};
 constexpr std::pair<std::string_view, Strategy> kStrategies[] = {
     {"tiles", Strategy::kTiles}, {"data", Strategy::kData}, {"pipeline", Strategy::kPipeline}};
 
@@ -202,6 +204,12 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   ACAN_RETURN_IF_ERROR(data.String("images", &job->data.images));
   ACAN_RETURN_IF_ERROR(data.String("labels", &job->data.labels));
   ACAN_RETURN_IF_ERROR(data.Bool("shuffle", &job->data.shuffle));
+  ACAN_RETURN_IF_ERROR(data.Enum("scale", &job->data.scale, kScales));
+  ACAN_RETURN_IF_ERROR(data.Bool("standardize", &job->data.standardize));
+  ACAN_RETURN_IF_ERROR(data.String("test_path", &job->data.test_path));
+  ACAN_RETURN_IF_ERROR(data.String("test_images", &job->data.test_images));
+  ACAN_RETURN_IF_ERROR(data.String("test_labels", &job->data.test_labels));
+  ACAN_RETURN_IF_ERROR(data.Int("test_limit", &job->data.test_limit));
   ACAN_RETURN_IF_ERROR(data.Finish());
 
   Section train(source, "train", table("train"));
@@ -209,6 +217,8 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   ACAN_RETURN_IF_ERROR(train.Int("batch", &job->train.batch));
   ACAN_RETURN_IF_ERROR(train.Float("lr", &job->train.lr));
   ACAN_RETURN_IF_ERROR(train.Float("momentum", &job->train.momentum));
+  ACAN_RETURN_IF_ERROR(train.Float("lr_decay", &job->train.lr_decay));
+  ACAN_RETURN_IF_ERROR(train.Int("lr_decay_steps", &job->train.lr_decay_steps));
   ACAN_RETURN_IF_ERROR(train.Uint("seed", &job->train.seed));
   ACAN_RETURN_IF_ERROR(train.Finish());
 
@@ -243,11 +253,49 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
       check(model, "layers", layers_ok, "needs at least two widths (input, output), each >= 1"));
   ACAN_RETURN_IF_ERROR(check(data, "samples", job->data.samples >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(check(data, "limit", job->data.limit >= 0, "must be >= 0 (0 = all rows)"));
+  ACAN_RETURN_IF_ERROR(
+      check(data, "test_limit", job->data.test_limit >= 0, "must be >= 0 (0 = all test rows)"));
+  // Test-split keys that the source does not use, located at their line.
+  const DataSource src = job->data.source;
+  const std::string src_name(Name(src, kSources));
+  auto unused = [&](const char* key, bool used_by_source, const std::string& hint) {
+    return check(data, key, used_by_source,
+                 std::string("is not used with data.source = \"") + src_name + "\"; " + hint);
+  };
+  const std::string split_hint =
+      src == DataSource::kFashionMnist
+          ? "fashion-mnist always tests on the package's t10k files; remove the key"
+          : src == DataSource::kSynthetic
+                ? "synthetic data has no test split; remove the key"
+                : src == DataSource::kCsv ? "a csv test split is data.test_path"
+                                          : "an idx test split is data.test_images and "
+                                            "data.test_labels";
+  if (!job->data.test_path.empty()) {
+    ACAN_RETURN_IF_ERROR(unused("test_path", src == DataSource::kCsv, split_hint));
+  }
+  if (!job->data.test_images.empty()) {
+    ACAN_RETURN_IF_ERROR(unused("test_images", src == DataSource::kIdx, split_hint));
+  }
+  if (!job->data.test_labels.empty()) {
+    ACAN_RETURN_IF_ERROR(unused("test_labels", src == DataSource::kIdx, split_hint));
+  }
+  if (src == DataSource::kIdx && !job->data.test_images.empty()) {
+    ACAN_RETURN_IF_ERROR(check(data, "test_images", !job->data.test_labels.empty(),
+                               "needs data.test_labels too (the test split's label file)"));
+  }
+  if (src == DataSource::kIdx && !job->data.test_labels.empty()) {
+    ACAN_RETURN_IF_ERROR(check(data, "test_labels", !job->data.test_images.empty(),
+                               "needs data.test_images too (the test split's image file)"));
+  }
   ACAN_RETURN_IF_ERROR(check(train, "epochs", job->train.epochs >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(check(train, "batch", job->train.batch >= 1, "must be >= 1"));
   ACAN_RETURN_IF_ERROR(check(train, "lr", job->train.lr > 0, "must be > 0"));
   ACAN_RETURN_IF_ERROR(check(train, "momentum", job->train.momentum >= 0 && job->train.momentum < 1,
                              "must be in [0, 1)"));
+  ACAN_RETURN_IF_ERROR(check(train, "lr_decay", job->train.lr_decay > 0 && job->train.lr_decay <= 1,
+                             "must be in (0, 1] (1 = constant learning rate)"));
+  ACAN_RETURN_IF_ERROR(check(train, "lr_decay_steps", job->train.lr_decay_steps >= 0,
+                             "must be >= 0 (0 = constant learning rate)"));
   ACAN_RETURN_IF_ERROR(check(part, "task_size", job->partition.task_size >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(check(part, "stages", job->partition.stages >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(check(rt, "handlers", job->runtime.handlers >= 1, "must be >= 1"));
@@ -279,6 +327,33 @@ Result<DataSource> ParseDataSource(std::string_view n) {
   return ParseEnum("data source", n, kSources);
 }
 Result<Strategy> ParseStrategy(std::string_view n) { return ParseEnum("strategy", n, kStrategies); }
+std::string_view ToString(InputScale s) { return Name(s, kScales); }
+Result<InputScale> ParseInputScale(std::string_view n) { return ParseEnum("scale", n, kScales); }
+
+float TrainConfig::LearningRate(int64_t step) const {
+  if (lr_decay_steps <= 0 || lr_decay == 1.0) return static_cast<float>(lr);
+  return static_cast<float>(lr * std::pow(lr_decay, static_cast<double>(step / lr_decay_steps)));
+}
+
+InputScale DataConfig::EffectiveScale() const {
+  if (scale != InputScale::kAuto) return scale;
+  return source == DataSource::kIdx || source == DataSource::kFashionMnist ? InputScale::kUnit
+                                                                           : InputScale::kNone;
+}
+
+bool DataConfig::HasTestSplit() const {
+  switch (source) {
+    case DataSource::kSynthetic:
+      return false;
+    case DataSource::kCsv:
+      return !test_path.empty();
+    case DataSource::kIdx:
+      return !test_images.empty() || !test_labels.empty();
+    case DataSource::kFashionMnist:
+      return true;
+  }
+  return false;
+}
 
 std::string JobConfig::Resolve(const std::string& path) const {
   if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
@@ -321,6 +396,14 @@ Status ValidateJob(const JobConfig& job) {
     case DataSource::kFashionMnist:
       break;
   }
+  if (job.data.source == DataSource::kIdx &&
+      job.data.test_images.empty() != job.data.test_labels.empty()) {
+    return Status::InvalidArgument(
+        "an idx test split needs both data.test_images and data.test_labels");
+  }
+  if (job.data.test_limit < 0) {
+    return Status::InvalidArgument("data.test_limit must be >= 0 (0 = every test row)");
+  }
   if (job.train.batch < 1) return Status::InvalidArgument("train.batch must be >= 1");
   if (job.train.epochs < 0) return Status::InvalidArgument("train.epochs must be >= 0");
   if (!(job.train.lr > 0) || !std::isfinite(job.train.lr)) {
@@ -328,6 +411,12 @@ Status ValidateJob(const JobConfig& job) {
   }
   if (!(job.train.momentum >= 0 && job.train.momentum < 1)) {
     return Status::InvalidArgument("train.momentum must be in [0, 1)");
+  }
+  if (!(job.train.lr_decay > 0 && job.train.lr_decay <= 1)) {
+    return Status::InvalidArgument("train.lr_decay must be in (0, 1] (1 = constant)");
+  }
+  if (job.train.lr_decay_steps < 0) {
+    return Status::InvalidArgument("train.lr_decay_steps must be >= 0 (0 = constant)");
   }
   if (job.partition.task_size < 0) {
     return Status::InvalidArgument("partition.task_size must be >= 0 (0 = automatic)");

@@ -31,7 +31,7 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size) {
   p.widths_ = job.model.layers;
   p.activation_ = job.model.activation;
   p.loss_ = job.model.loss;
-  p.lr_ = static_cast<float>(job.train.lr);
+  p.train_ = job.train;
   p.momentum_ = static_cast<float>(job.train.momentum);
   const int layers = p.NumLayers();
   const int stages = job.partition.stages == 0
@@ -110,7 +110,7 @@ TaskSpec Plan::Base(int64_t step, int64_t rows) const {
   t.widths = widths_;
   t.activation = activation_;
   t.loss = loss_;
-  t.lr = lr_;
+  t.lr = train_.LearningRate(step);
   t.momentum = momentum_;
   t.rows = rows;
   t.batch = rows;

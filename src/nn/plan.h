@@ -87,7 +87,7 @@ class Plan {
   std::vector<int64_t> widths_;
   Activation activation_ = Activation::kTanh;
   LossKind loss_ = LossKind::kMse;
-  float lr_ = 0;
+  TrainConfig train_;  // the learning rate of each step (TrainConfig::LearningRate)
   float momentum_ = 0;
   std::vector<std::pair<int, int>> stages_;
   std::vector<ShardSpec> shards_;

@@ -153,35 +153,4 @@ Result<EvalReport> ReferenceTrainer::Evaluate() const {
   return nn::Evaluate(CurrentModel(), *data_, job_);
 }
 
-Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job) {
-  InitBlas();
-  constexpr int64_t kChunk = 256;
-  const int L = model.NumLayers();
-  const int64_t o = model.widths.back();
-  EvalReport r;
-  int64_t correct = 0;
-  std::vector<float> a, h;
-  for (int64_t r0 = 0; r0 < data.rows; r0 += kChunk) {
-    const int64_t rows = std::min(kChunk, data.rows - r0);
-    a.assign(&data.x[r0 * data.features], &data.x[(r0 + rows) * data.features]);
-    for (int l = 0; l < L; ++l) {
-      h.resize(rows * model.widths[l + 1]);
-      DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
-                   model.widths[l + 1], model.biases[l].data(), h.data());
-      if (l + 1 < L)
-        ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
-      std::swap(a, h);
-    }
-    ACAN_ASSIGN_OR_RETURN(LossValue v, ComputeLoss(job.model.loss, a.data(), rows, o,
-                                                   &data.y[r0 * data.target_width], 1.0, nullptr));
-    r.loss += v.loss;
-    correct += v.correct;
-  }
-  if (data.rows > 0) {
-    r.loss /= data.rows;
-    r.accuracy = data.classification ? static_cast<double>(correct) / data.rows : 0;
-  }
-  return r;
-}
-
 }  // namespace acan::nn

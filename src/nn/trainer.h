@@ -15,6 +15,7 @@
 #include "acan/nn/job.h"
 #include "acan/status.h"
 #include "nn/dataset.h"
+#include "nn/evaluate.h"  // EvalReport, Evaluate (declared here before they had a file)
 #include "nn/model.h"
 #include "nn/plan.h"
 
@@ -33,11 +34,6 @@ struct EpochReport {
   double accuracy = 0;  // classification: fraction correct over the epoch; else 0
   int64_t steps = 0;
   double seconds = 0;
-};
-
-struct EvalReport {
-  double loss = 0;
-  double accuracy = 0;
 };
 
 class ReferenceTrainer {
@@ -88,8 +84,5 @@ class ReferenceTrainer {
   std::vector<std::vector<float>> outputs_;
   std::unordered_map<size_t, std::vector<std::vector<float>>> pool_;  // by size
 };
-
-// Loss and accuracy of `model` on `data` (forward only, in chunks of 256 rows).
-Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job);
 
 }  // namespace acan::nn

@@ -21,6 +21,9 @@ enum class Activation { kRelu, kTanh, kSigmoid, kIdentity };
 // mse = (1/B) sum_b sum_o 1/2 (y-t)^2; softmax_cross_entropy = (1/B) sum_b -log softmax(z_b)[t_b].
 enum class LossKind { kMse, kSoftmaxCrossEntropy };
 enum class DataSource { kSynthetic, kCsv, kIdx, kFashionMnist };
+// Input scaling applied when the data is loaded: none keeps the values; unit divides every feature
+// by 255 (pixel bytes to [0, 1]); auto is unit for idx and fashion-mnist, none otherwise.
+enum class InputScale { kAuto, kNone, kUnit };
 // tiles: each layer's weight split into task_size x task_size blocks; data: a task is the
 // forward+backward of a micro-batch of task_size rows; pipeline: stages of layers, each task one
 // stage on a micro-batch of task_size rows.
@@ -30,10 +33,12 @@ std::string_view ToString(Activation a);
 std::string_view ToString(LossKind l);
 std::string_view ToString(DataSource d);
 std::string_view ToString(Strategy s);
+std::string_view ToString(InputScale s);
 Result<Activation> ParseActivation(std::string_view name);
 Result<LossKind> ParseLossKind(std::string_view name);
 Result<DataSource> ParseDataSource(std::string_view name);
 Result<Strategy> ParseStrategy(std::string_view name);
+Result<InputScale> ParseInputScale(std::string_view name);
 
 struct ModelConfig {
   std::vector<int64_t> layers = {44, 44, 1};  // widths: input, hidden..., output
@@ -52,6 +57,24 @@ struct DataConfig {
   std::string images;     // idx
   std::string labels;     // idx
   bool shuffle = true;    // seeded by train.seed and the epoch; false keeps file order
+
+  // Input preprocessing, the same for the training and the test rows.
+  InputScale scale = InputScale::kAuto;
+  // Per-feature (x - mean) / std with mean and std of the training rows (after scale and limit),
+  // applied to the test rows too; a feature with std < 1e-6 is only centred.
+  bool standardize = false;
+
+  // The held-out test split: csv takes test_path, idx takes test_images and test_labels (none
+  // given: no test split); fashion-mnist always uses the package's t10k files.
+  std::string test_path;    // csv
+  std::string test_images;  // idx
+  std::string test_labels;  // idx
+  int64_t test_limit = 0;   // 0 = every test row, n = the first n
+
+  // The scale in effect: `scale`, with auto resolved for `source`.
+  InputScale EffectiveScale() const;
+  // True when the job names a test split (fashion-mnist always has one).
+  bool HasTestSplit() const;
 };
 
 struct TrainConfig {
@@ -59,6 +82,14 @@ struct TrainConfig {
   int64_t batch = 1;
   double lr = 0.05;
   double momentum = 0.0;  // 0 = plain SGD; else v = m*v + g, w -= lr*v
+  // Step decay of the learning rate: step s uses lr * lr_decay^floor(s / lr_decay_steps)
+  // (lr_decay_steps = 0: constant lr). In steps, not epochs, so every process computes it from the
+  // step alone; one epoch is ceil(rows / batch) steps.
+  double lr_decay = 1.0;
+  int64_t lr_decay_steps = 0;
+
+  // The learning rate of global step `step`, as a float (what the update tasks use).
+  float LearningRate(int64_t step) const;
   uint64_t seed = 42;
 };
 

@@ -1,0 +1,88 @@
+#include "nn/evaluate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "nn/kernels.h"
+
+namespace acan::nn {
+
+Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job) {
+  InitBlas();
+  constexpr int64_t kChunk = 256;
+  const int L = model.NumLayers();
+  const int64_t o = model.widths.back();
+  const bool classify = job.model.loss == LossKind::kSoftmaxCrossEntropy;
+  if (data.features != model.widths.front()) {
+    return Status::InvalidArgument("evaluation: rows have " + std::to_string(data.features) +
+                                   " features but the model's input width is " +
+                                   std::to_string(model.widths.front()));
+  }
+  EvalReport r;
+  r.rows = data.rows;
+  std::vector<int64_t> class_correct;
+  if (classify) {
+    class_correct.assign(o, 0);
+    r.class_rows.assign(o, 0);
+  }
+  int64_t correct = 0;
+  std::vector<float> a, h;
+  for (int64_t r0 = 0; r0 < data.rows; r0 += kChunk) {
+    const int64_t rows = std::min(kChunk, data.rows - r0);
+    a.assign(&data.x[r0 * data.features], &data.x[(r0 + rows) * data.features]);
+    for (int l = 0; l < L; ++l) {
+      h.resize(rows * model.widths[l + 1]);
+      DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
+                   model.widths[l + 1], model.biases[l].data(), h.data());
+      if (l + 1 < L) ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
+      std::swap(a, h);
+    }
+    const float* targets = &data.y[r0 * data.target_width];
+    ACAN_ASSIGN_OR_RETURN(LossValue v,
+                          ComputeLoss(job.model.loss, a.data(), rows, o, targets, 1.0, nullptr));
+    r.loss += v.loss;
+    correct += v.correct;
+    if (classify) {  // ComputeLoss has checked every label is an integer in [0, o)
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* zr = &a[i * o];
+        const auto label = static_cast<int64_t>(targets[i]);
+        ++r.class_rows[label];
+        if (std::max_element(zr, zr + o) - zr == label) ++class_correct[label];
+      }
+    }
+  }
+  if (data.rows > 0) {
+    r.loss /= data.rows;
+    r.accuracy = classify ? static_cast<double>(correct) / data.rows : 0;
+  }
+  for (int64_t c = 0; c < static_cast<int64_t>(class_correct.size()); ++c) {
+    r.per_class_accuracy.push_back(
+        r.class_rows[c] ? static_cast<double>(class_correct[c]) / r.class_rows[c] : 0.0);
+  }
+  return r;
+}
+
+std::string FormatEvalReport(const EvalReport& r, std::string_view prefix,
+                             const std::vector<std::string>& class_names) {
+  const std::string p(prefix);
+  char line[256];
+  std::snprintf(line, sizeof(line), "%s_loss %.6f", p.c_str(), r.loss);
+  std::string out = line;
+  if (!r.per_class_accuracy.empty()) {
+    std::snprintf(line, sizeof(line), "  %s_accuracy %.4f", p.c_str(), r.accuracy);
+    out += line;
+  }
+  std::snprintf(line, sizeof(line), "  (%lld rows)\n", static_cast<long long>(r.rows));
+  out += line;
+  int width = 0;
+  for (const std::string& n : class_names) width = std::max(width, static_cast<int>(n.size()));
+  for (size_t c = 0; c < r.per_class_accuracy.size(); ++c) {
+    const std::string name = c < class_names.size() ? class_names[c] : "";
+    std::snprintf(line, sizeof(line), "  class %2zu %-*s %.4f  (%lld rows)\n", c, width,
+                  name.c_str(), r.per_class_accuracy[c], static_cast<long long>(r.class_rows[c]));
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace acan::nn
