@@ -46,6 +46,7 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
                 {"completed", p.completed},
                 {"retransmitted", p.retransmitted},
                 {"duplicates_discarded", p.duplicates_discarded},
+                {"deadlines_extended", p.deadlines_extended},
                 {"by_type", p.by_type},
                 {"retransmit_reasons", p.retransmit_reasons}};
   double total_task_s = 0;

@@ -20,6 +20,13 @@ std::vector<std::string> Handler::Patterns() const {
   return out;
 }
 
+Status Handler::Announce() {
+  const std::string key = layout_.Alive(options_.id);
+  auto old = space_->Take(key, 16, Deadline::Now());
+  if (!old.ok() && !old.status().IsTimeout()) return old.status();
+  return space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation}));
+}
+
 void Handler::Run(const std::atomic<bool>& stop) {
   std::vector<Pattern> patterns;
   for (const std::string& p : Patterns()) patterns.push_back(Pattern::Parse(p).value());
@@ -80,6 +87,10 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
     inputs.push_back(std::move((*r)->value));
     spans.push_back(inputs.back().As<float>());
   }
+  const std::string claim = layout_.Claim(m.spec.key);
+  if (!space_->Put(claim, Value::FromVector(std::vector<int64_t>{options_.id, options_.incarnation})).ok()) {
+    return false;
+  }
   const auto start = Clock::now();
   std::vector<std::vector<float>> outputs;
   Status s = nn::ExecuteTask(m.spec, spans, &outputs);
@@ -113,6 +124,7 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return !put.IsCancelled();
   }
+  (void)space_->Take(claim, 1, Deadline::Now());
   stats_->tasks.fetch_add(1);
   stats_->busy_ns.fetch_add(exec_ns);
   return true;

@@ -1,6 +1,8 @@
 // A handler: a processor that takes pouches of tasks matching its capabilities from the space,
 // reads their inputs from the space, runs the kernels and puts the outputs and a done report
-// back. It keeps no state the space does not also hold, so killing one loses only the tasks in
+// back. While it runs a task it leaves a claim tuple (its id and incarnation), so the manager can
+// tell a slow task (claimed by a live incarnation: wait) from a lost one (no claim, or a claim of
+// an incarnation that has since restarted: send again). It keeps no state the space does not also hold, so killing one loses only the tasks in
 // its hands, which the manager sends again when their deadlines pass.
 // One Handler runs on one thread; its HandlerStats may be read from any thread.
 #pragma once
@@ -28,6 +30,9 @@ struct HandlerStats {
 
 struct HandlerOptions {
   int id = 0;
+  // This run of the handler: a restarted handler is a new incarnation, and claims made by an
+  // older one are known to be abandoned.
+  int64_t incarnation = 0;
   // Task types this handler runs; empty means every type (SIMD).
   std::vector<nn::TaskType> capabilities;
   // How many tasks to take at once; read before every take, so a controller may change it.
@@ -39,6 +44,9 @@ struct HandlerOptions {
 class Handler {
  public:
   Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats);
+
+  // Announces this incarnation (<job>.alive.h<id>), replacing the previous one's.
+  Status Announce();
 
   // Runs until `stop` is set or the space is closed. A crash (stop set by a fault injector)
   // abandons the pouch in hand: its tasks are lost, as on a real processor.

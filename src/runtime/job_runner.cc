@@ -196,7 +196,9 @@ class HandlerSlot {
  private:
   void Loop() {
     while (!finished_.load()) {
+      ++options_.incarnation;
       Handler handler(space_, layout_, options_, &stats_);
+      if (!handler.Announce().ok()) return;  // the space closed
       handler.Run(stop_);
       if (finished_.load() || !stop_.load()) return;  // done, or the space closed
       stats_.crashes.fetch_add(1);

@@ -6,6 +6,8 @@
 //   <job>.p.<state key>.v<version>     a parameter or velocity shard at a version
 //   <job>.u.<state key>.s<step>        an update's proposed next version, applied by the manager
 //   <job>.done.<task key>              a handler's report that a task ran
+//   <job>.claim.<task key>             a handler is running the task (handler, incarnation)
+//   <job>.alive.h<id>                  the current incarnation of handler <id>
 //   <job>.m.state                      the manager's progress (restart point)
 //   <job>.m.lease                      the single lease token: who manages the job, until when
 //
@@ -51,6 +53,10 @@ class Layout {
   std::string_view TaskKeyOfDone(std::string_view done_key) const {
     return done_key.substr(job_.size() + 6);
   }
+  std::string Claim(std::string_view task_key) const {
+    return job_ + ".claim." + std::string(task_key);
+  }
+  std::string Alive(int handler) const { return job_ + ".alive.h" + std::to_string(handler); }
   std::string ManagerState() const { return job_ + ".m.state"; }
   std::string Lease() const { return job_ + ".m.lease"; }
 

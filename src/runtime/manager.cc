@@ -261,7 +261,11 @@ Status Manager::Recover(ActiveStep& st) {
     for (const std::string& out : t.spec.outputs) {
       std::string key = layout_.Tensor(out);
       if (nn::Plan::IsStateKey(out)) {
-        if (version_.at(out) > st.step) continue;
+        if (version_.at(out) > st.step) {
+          // Applied by the previous manager after it last saved its counters: count it now.
+          progress_.versions_applied++;
+          continue;
+        }
         key = layout_.Proposal(out, st.step);
       }
       ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(key));
@@ -422,7 +426,14 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
     }
     return proposal.status();
   }
-  // Compare-and-set: only this manager writes versions, and only from version == step.
+  // Compare-and-set: only this manager writes versions, and only from version == step. A version
+  // already in the space would mean an update applied twice: counted, and never written again.
+  ACAN_ASSIGN_OR_RETURN(auto existing, space_->Read(layout_.State(key, step + 1)));
+  if (existing.has_value()) {
+    progress_.repeats++;
+    v = step + 1;
+    return Status::Ok();
+  }
   ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->front().value));
   v = step + 1;
   progress_.versions_applied++;
@@ -455,11 +466,36 @@ Status Manager::CheckDeadlines() {
         t.deadline = now + controller_.Timeout(t.spec);
         continue;
       }
+      // Claimed by a live incarnation: slow, not lost (unless it has been far too long).
+      ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
+      const auto timeout = controller_.Timeout(t.spec);
+      if (claim == Claim::kAlive && now - t.sent_at < kHungFactor * timeout) {
+        t.deadline = now + timeout;
+        progress_.deadlines_extended++;
+        continue;
+      }
       controller_.Backoff(t.spec);
-      ACAN_RETURN_IF_ERROR(Dispatch(st, t, "timeout"));
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t, claim == Claim::kNone    ? "timeout"
+                                           : claim == Claim::kStale ? "handler-restarted"
+                                                                    : "hung"));
     }
   }
   return Status::Ok();
+}
+
+Result<Manager::Claim> Manager::ClaimOf(const std::string& task_key) {
+  ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_.Claim(task_key)));
+  Claim result = Claim::kNone;
+  for (const Tuple& c : claims) {
+    auto v = c.value.As<int64_t>();
+    if (v.size() != 2) continue;
+    ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(static_cast<int>(v[0]))));
+    bool live = alive.has_value() && alive->value.As<int64_t>().size() == 1 &&
+                alive->value.As<int64_t>()[0] == v[1];
+    if (live) return Claim::kAlive;
+    result = Claim::kStale;
+  }
+  return result;
 }
 
 Status Manager::CleanupStep(const ActiveStep& st) {
@@ -467,6 +503,7 @@ Status Manager::CleanupStep(const ActiveStep& st) {
   for (const std::string& k : st.inputs) drop(layout_.Tensor(k));
   for (const TaskRun& t : st.tasks) {
     drop(layout_.Task(t.spec.type, t.spec.key));
+    drop(layout_.Claim(t.spec.key));
     for (const std::string& out : t.spec.outputs) {
       drop(nn::Plan::IsStateKey(out) ? layout_.Proposal(out, st.step) : layout_.Tensor(out));
     }

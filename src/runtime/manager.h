@@ -95,6 +95,11 @@ class Manager {
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
   Status DispatchReadyUpdates();
   Status CheckDeadlines();
+  // Who holds a task: nobody (lost), a live incarnation (slow), or only restarted ones (lost).
+  enum class Claim { kNone, kAlive, kStale };
+  Result<Claim> ClaimOf(const std::string& task_key);
+  // A claimed task is sent again anyway after this many timeouts (a hung handler).
+  static constexpr int kHungFactor = 16;
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
   Clock::time_point NextWake() const;

@@ -13,6 +13,7 @@ std::string Progress::ToJson() const {
   j["completed"] = completed;
   j["retransmitted"] = retransmitted;
   j["duplicates_discarded"] = duplicates_discarded;
+  j["deadlines_extended"] = deadlines_extended;
   j["by_type"] = by_type;
   j["retransmit_reasons"] = retransmit_reasons;
   j["useful_task_s"] = useful_task_s;
@@ -37,6 +38,7 @@ Result<Progress> Progress::FromJson(std::string_view text) {
     p.completed = j.at("completed");
     p.retransmitted = j.at("retransmitted");
     p.duplicates_discarded = j.at("duplicates_discarded");
+    p.deadlines_extended = j.at("deadlines_extended");
     p.by_type = j.at("by_type").get<std::map<std::string, int64_t>>();
     p.retransmit_reasons = j.at("retransmit_reasons").get<std::map<std::string, int64_t>>();
     p.useful_task_s = j.at("useful_task_s");

@@ -1,0 +1,288 @@
+// The design note's experiments (DESIGN.md section 8): feasibility, adaptivity, robustness.
+// Each prints its claims with the figures that support them, writes the artefacts of `acan
+// train` plus experiment.json, and exits non-zero when a claim does not hold.
+#include "cli/experiments.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "cli/run_support.h"
+#include "nn/model.h"
+#include "runtime/process.h"
+
+namespace acan::cli {
+namespace {
+
+struct ExperimentArgs {
+  std::string name;
+  std::string out;
+  bool quick = false;
+};
+ExperimentArgs g_args;
+CLI::App* g_cmd = nullptr;
+
+constexpr const char* kFeasibility = R"(
+[model]
+layers = [44, 44, 1]
+activation = "tanh"
+loss = "mse"
+[data]
+source = "synthetic"
+samples = 100
+[train]
+epochs = 2
+batch = 1
+lr = 0.05
+seed = 42
+[partition]
+strategy = "tiles"
+task_size = 11
+[runtime]
+handlers = 4
+window = 1
+)";
+
+// The adaptivity and robustness workload: the note ran its toy, whose tasks take about a
+// microsecond, less than one hand-over through the space; a speed factor on such a task changes
+// nothing measurable. This MLP's micro-batch tasks take about a millisecond, so the speed of a
+// handler decides how much it can do, as on real processors.
+std::string MlpJob(int64_t samples, int64_t epochs, int64_t window) {
+  return fmt::format(R"(
+[model]
+layers = [784, 256, 256, 10]
+activation = "relu"
+loss = "softmax_cross_entropy"
+[data]
+source = "synthetic"
+samples = {}
+[train]
+epochs = {}
+batch = 64
+lr = 0.05
+seed = 42
+[partition]
+strategy = "data"
+task_size = 8
+[runtime]
+handlers = 3
+window = {}
+)",
+                     samples, epochs, window);
+}
+
+Result<nn::JobConfig> Parse(const std::string& text, const char* name) {
+  return nn::ParseJobString(text, name);
+}
+
+void Claim(bool* all, bool ok, const std::string& text) {
+  std::printf("claim: %s: %s\n", text.c_str(), ok ? "yes" : "NO");
+  *all = *all && ok;
+}
+
+int WriteExperiment(const std::string& dir, const nlohmann::json& j) {
+  std::ofstream out(dir + "/experiment.json");
+  out << j.dump(2) << "\n";
+  return out ? 0 : Fail(Status::Unavailable("cannot write " + dir + "/experiment.json"));
+}
+
+int Feasibility(const std::string& out) {
+  auto job = Parse(kFeasibility, "feasibility experiment");
+  if (!job.ok()) return Fail(job.status());
+  std::printf("feasibility: 44x44 and 44x1 layers (tanh, mse), 4 equal handlers, 100 synthetic "
+              "samples, SGD batch 1, 2 epochs, tiles of 11\n");
+  auto r = TrainAndReport(*job, OptionsFromJob(*job), "", out, false);
+  if (!r.ok()) return Fail(r.status());
+  const auto& s = r->summary;
+  const auto& per_epoch = s["loss_per_epoch"];
+  bool all = true;
+  Claim(&all,
+        s["final_loss"].get<double>() < s["initial_loss"].get<double>() &&
+            per_epoch[1].get<double>() < per_epoch[0].get<double>(),
+        fmt::format("the loss falls within 2 epochs ({:.5f} -> {:.5f}; per epoch {:.5f}, {:.5f})",
+                    s["initial_loss"].get<double>(), s["final_loss"].get<double>(),
+                    per_epoch[0].get<double>(), per_epoch[1].get<double>()));
+  Claim(&all, s["tasks"]["retransmitted"].get<int64_t>() == 0,
+        fmt::format("no retransmission happens ({})", s["tasks"]["retransmitted"].get<int64_t>()));
+  if (int rc = WriteExperiment(out, {{"experiment", "feasibility"}, {"claims_hold", all}}); rc) return rc;
+  return all ? 0 : 1;
+}
+
+double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = double(x.size());
+  if (n < 3) return 0;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+int Adaptivity(const std::string& out, bool quick) {
+  const double change_s = quick ? 1.0 : 5.0;
+  const int64_t samples = quick ? 16384 : 98304;
+  const int64_t epochs = quick ? 1 : 2;
+  std::printf("adaptivity: 3 handlers with speed factors 1:5:10 given out at random every %.0f s; "
+              "MLP 784-256-256-10, batch 64 in micro-batches of 8, window 2%s\n",
+              change_s, quick ? " (quick)" : "");
+  // The single-handler rate at full speed, measured now, on the same work.
+  auto calib_job = Parse(MlpJob(quick ? 4096 : 16384, 1, 2), "adaptivity calibration");
+  if (!calib_job.ok()) return Fail(calib_job.status());
+  runtime::RunOptions calib = OptionsFromJob(*calib_job);
+  calib.handlers = 1;
+  auto c = TrainAndReport(*calib_job, calib, "", out + "/calibration", true);
+  if (!c.ok()) return Fail(c.status());
+  const double r1 = c->summary["samples_per_s"].get<double>();
+  std::printf("single handler at full speed: %.0f samples/s\n", r1);
+
+  auto job = Parse(MlpJob(samples, epochs, 2), "adaptivity experiment");
+  if (!job.ok()) return Fail(job.status());
+  runtime::RunOptions o = OptionsFromJob(*job);
+  o.chaos.speeds = {1, 5, 10};
+  o.chaos.speed_change_s = change_s;
+  o.chaos.seed = 7;
+  o.metrics_interval = std::chrono::milliseconds(250);
+  auto r = TrainAndReport(*job, o, "", out, false);
+  if (!r.ok()) return Fail(r.status());
+  const auto& rows = r->run.metrics;
+  const size_t h = r->run.handlers.size();
+  // Work each handler should have done if work followed speed, interval by interval.
+  std::vector<double> expected(h, 0), done(h, 0);
+  double capacity_samples = 0, achieved = 0;
+  std::vector<double> timeouts, inv_speed;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& a = rows[i - 1];
+    const auto& b = rows[i];
+    double dt = b.t_s - a.t_s, total_speed = 0, delta = 0;
+    for (size_t k = 0; k < h; ++k) total_speed += 1.0 / a.handler_speeds[k];
+    for (size_t k = 0; k < h; ++k) delta += double(b.handler_tasks[k] - a.handler_tasks[k]);
+    for (size_t k = 0; k < h; ++k) {
+      expected[k] += delta * (1.0 / a.handler_speeds[k]) / total_speed;
+      done[k] += double(b.handler_tasks[k] - a.handler_tasks[k]);
+    }
+    capacity_samples += dt * total_speed * r1;
+    achieved += b.samples_per_s * dt;
+    if (i >= 2 && b.mean_timeout_ms > 0) {
+      timeouts.push_back(b.mean_timeout_ms);
+      inv_speed.push_back(double(h) / total_speed);  // 1 / mean speed
+    }
+  }
+  nlohmann::json shares = nlohmann::json::array();
+  double worst = 0;
+  for (size_t k = 0; k < h; ++k) {
+    double dev = expected[k] > 0 ? std::abs(done[k] - expected[k]) / expected[k] : 0;
+    worst = std::max(worst, dev);
+    shares.push_back({{"handler", k}, {"tasks", done[k]}, {"expected_by_speed", expected[k]},
+                      {"deviation", dev}});
+    std::printf("  handler %zu: %.0f tasks, %.0f expected from its speed (%+.1f%%)\n", k, done[k],
+                expected[k], 100 * (done[k] - expected[k]) / std::max(1.0, expected[k]));
+  }
+  const double utilisation = capacity_samples > 0 ? achieved / capacity_samples : 0;
+  const double corr = Pearson(timeouts, inv_speed);
+  bool all = true;
+  Claim(&all, worst <= 0.10,
+        fmt::format("each handler's share of the work is within 10% of its share of the speed "
+                    "(worst {:.1f}%)", 100 * worst));
+  Claim(&all, utilisation >= 0.90,
+        fmt::format("throughput is at least 90% of the pool's capacity ({:.0f} of {:.0f} samples/s "
+                    "= {:.2f})", achieved / std::max(1e-9, rows.back().t_s),
+                    capacity_samples / std::max(1e-9, rows.back().t_s), utilisation));
+  Claim(&all, corr > 0.5,
+        fmt::format("the timeout follows 1 / mean speed (correlation {:.2f} over {} samples)", corr,
+                    timeouts.size()));
+  nlohmann::json j = {{"experiment", "adaptivity"},       {"quick", quick},
+                      {"single_handler_samples_per_s", r1}, {"shares", shares},
+                      {"worst_share_deviation", worst},     {"capacity_utilisation", utilisation},
+                      {"timeout_speed_correlation", corr},  {"claims_hold", all}};
+  if (int rc = WriteExperiment(out, j); rc) return rc;
+  return all ? 0 : 1;
+}
+
+int Robustness(const std::string& out, bool quick) {
+  const double interval = quick ? 1.0 : 5.0;
+  const int64_t samples = quick ? 3072 : 16384;
+  const int64_t epochs = quick ? 1 : 3;
+  std::printf("robustness: 3 handlers and the manager crash with p = 1 every %.0f s, speed factors "
+              "1:5:10 change every %.0f s; window 1, so the weights must equal the fault-free "
+              "run's bit for bit%s\n",
+              interval, interval, quick ? " (quick)" : "");
+  auto job = Parse(MlpJob(samples, epochs, 1), "robustness experiment");
+  if (!job.ok()) return Fail(job.status());
+  std::printf("fault-free run:\n");
+  auto clean = TrainAndReport(*job, OptionsFromJob(*job), "", out + "/fault-free", false);
+  if (!clean.ok()) return Fail(clean.status());
+  std::printf("run under crashes:\n");
+  runtime::RunOptions o = OptionsFromJob(*job);
+  o.chaos.speeds = {1, 5, 10};
+  o.chaos.speed_change_s = interval;
+  o.chaos.crash_interval_s = interval;
+  o.chaos.crash_probability = 1.0;
+  o.chaos.crash_manager = true;
+  o.chaos.seed = 11;
+  o.lease = std::chrono::milliseconds(300);
+  o.metrics_interval = std::chrono::milliseconds(250);
+  auto r = TrainAndReport(*job, o, "", out, false);
+  if (!r.ok()) return Fail(r.status());
+  const auto& s = r->summary;
+  const auto& cs = clean->summary;
+  const double loss = s["final_loss"].get<double>(), clean_loss = cs["final_loss"].get<double>();
+  const double extra = s["compute"]["extra_compute_ratio"].get<double>();
+  const auto& rec = s["recovery"];
+  bool all = true;
+  Claim(&all, loss < s["initial_loss"].get<double>(),
+        fmt::format("training converges ({:.5f} -> {:.5f})", s["initial_loss"].get<double>(), loss));
+  Claim(&all, std::abs(loss - clean_loss) <= 0.02 * clean_loss,
+        fmt::format("final loss within 2% of the fault-free run ({:.6f} vs {:.6f})", loss, clean_loss));
+  Claim(&all, extra <= 0.15, fmt::format("extra compute ratio at most 0.15 ({:.3f}; the note: about "
+                                         "0.40)", extra));
+  Claim(&all, s["weights_sha256"] == cs["weights_sha256"],
+        "with window 1 the weights are bitwise those of the fault-free run");
+  const int64_t hc = s["crashes"]["handlers"].get<int64_t>(), mc = s["crashes"]["manager"].get<int64_t>();
+  Claim(&all, hc > 0 && mc > 0, fmt::format("crashes happened ({} handler, {} manager)", hc, mc));
+  const auto& hr = rec["handler_crash_to_retransmitted_done"];
+  if (!hr["median_ms"].is_null()) {
+    std::printf("recovery: crash -> retransmitted task done: median %.1f ms, p95 %.1f ms over %d; "
+                "median task %.2f ms; ratio %.1f (goal <= 3)\n",
+                hr["median_ms"].get<double>(), hr["p95_ms"].get<double>(), hr["count"].get<int>(),
+                rec["task"]["median_ms"].get<double>(),
+                rec["median_recovery_over_median_task"].get<double>());
+  }
+  nlohmann::json j = {{"experiment", "robustness"},
+                      {"quick", quick},
+                      {"final_loss", loss},
+                      {"fault_free_final_loss", clean_loss},
+                      {"extra_compute_ratio", extra},
+                      {"bitwise_equal", s["weights_sha256"] == cs["weights_sha256"]},
+                      {"recovery", rec},
+                      {"claims_hold", all}};
+  if (int rc = WriteExperiment(out, j); rc) return rc;
+  return all ? 0 : 1;
+}
+
+}  // namespace
+
+void AddExperimentCommand(CLI::App& app) {
+  g_cmd = app.add_subcommand("experiment", "Run one of the design note's experiments");
+  g_cmd->add_option("name", g_args.name, "feasibility | adaptivity | robustness")
+      ->required()
+      ->check(CLI::IsMember({"feasibility", "adaptivity", "robustness"}));
+  g_cmd->add_option("--out", g_args.out, "Artefacts directory (default: out/<name>)");
+  g_cmd->add_flag("--quick", g_args.quick, "A small variant, seconds long (for CI)");
+}
+
+int RunParsedExperimentCommand() {
+  if (!g_cmd || !g_cmd->parsed()) return -1;
+  runtime::TuneProcess();
+  std::string out = g_args.out.empty() ? "out/" + g_args.name : g_args.out;
+  if (g_args.name == "feasibility") return Feasibility(out);
+  if (g_args.name == "adaptivity") return Adaptivity(out, g_args.quick);
+  return Robustness(out, g_args.quick);
+}
+
+}  // namespace acan::cli
