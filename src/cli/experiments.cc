@@ -125,10 +125,10 @@ double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 int Adaptivity(const std::string& out, bool quick) {
-  const double change_s = quick ? 1.0 : 5.0;
+  const double change_s = quick ? 0.5 : 5.0;
   const int64_t samples = quick ? 16384 : 98304;
   const int64_t epochs = quick ? 1 : 2;
-  std::printf("adaptivity: 3 handlers with speed factors 1:5:10 given out at random every %.0f s; "
+  std::printf("adaptivity: 3 handlers with speed factors 1:5:10 given out at random every %g s; "
               "MLP 784-256-256-10, batch 64 in micro-batches of 8, window 2%s\n",
               change_s, quick ? " (quick)" : "");
   // The single-handler rate at full speed, measured now, on the same work.
@@ -205,11 +205,11 @@ int Adaptivity(const std::string& out, bool quick) {
 }
 
 int Robustness(const std::string& out, bool quick) {
-  const double interval = quick ? 1.0 : 5.0;
-  const int64_t samples = quick ? 3072 : 16384;
-  const int64_t epochs = quick ? 1 : 3;
-  std::printf("robustness: 3 handlers and the manager crash with p = 1 every %.0f s, speed factors "
-              "1:5:10 change every %.0f s; window 1, so the weights must equal the fault-free "
+  const double interval = quick ? 0.5 : 5.0;
+  const int64_t samples = quick ? 12288 : 98304;
+  const int64_t epochs = quick ? 1 : 2;
+  std::printf("robustness: 3 handlers and the manager crash with p = 1 every %g s, speed factors "
+              "1:5:10 change every %g s; window 1, so the weights must equal the fault-free "
               "run's bit for bit%s\n",
               interval, interval, quick ? " (quick)" : "");
   auto job = Parse(MlpJob(samples, epochs, 1), "robustness experiment");

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
   }
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // outcome lines interleave with stderr's progress in order
   CLI::App app{"acan: checkpoint-free, fault-tolerant, elastic neural-network training"};
   app.require_subcommand(1);
   std::string uri = "mem:";
