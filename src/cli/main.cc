@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
   demo->add_option("--tasks", tasks, "Number of tasks")->capture_default_str()->check(CLI::PositiveNumber);
   demo->add_option("--handlers", handlers, "Handler threads")->capture_default_str()->check(CLI::PositiveNumber);
   acan::cli::AddTrainCommands(app);
+  acan::cli::AddEvalCommand(app);
   CLI11_PARSE(app, argc, argv);
   if (demo->parsed()) return RunDemo(uri, tasks, handlers);
+  if (int rc = acan::cli::RunParsedEvalCommand(); rc != -1) return rc;
   return acan::cli::RunParsedTrainCommand();
 }
