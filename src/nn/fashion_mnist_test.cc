@@ -1,6 +1,7 @@
 // Runs only where the Debian package dataset-fashion-mnist is installed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "nn/idx.h"
@@ -27,9 +28,13 @@ TEST(FashionMnistTest, LoadsAndTrains) {
   EXPECT_EQ(full->rows, 60000);
   EXPECT_EQ(full->features, 784);
   EXPECT_EQ(full->classes, 10);
-  Result<Dataset> test = LoadFashionMnist(kFashionMnistDir, false);
-  ASSERT_TRUE(test.ok());
-  EXPECT_EQ(test->rows, 10000);
+  Result<Dataset> raw = LoadFashionMnist(kFashionMnistDir, false);  // as stored: 0..255
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->rows, 10000);
+  EXPECT_EQ(*std::max_element(raw->x.begin(), raw->x.end()), 255.0f);
+  Result<std::optional<Dataset>> test = LoadTestDataset(job, *full);  // scaled as training
+  ASSERT_TRUE(test.ok() && test->has_value());
+  EXPECT_EQ((**test).rows, 10000);
 
   job.data.limit = 6000;
   Result<Dataset> part = LoadDataset(job);
@@ -38,7 +43,7 @@ TEST(FashionMnistTest, LoadsAndTrains) {
   auto trainer = *ReferenceTrainer::Create(job, *InitialModel(job), *part);
   Result<EpochReport> e = trainer->Epoch();
   ASSERT_TRUE(e.ok());
-  Result<EvalReport> eval = Evaluate(trainer->CurrentModel(), *test, job);
+  Result<EvalReport> eval = Evaluate(trainer->CurrentModel(), **test, job);
   ASSERT_TRUE(eval.ok());
   EXPECT_GT(eval->accuracy, 0.65);
 }
