@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!order.flush()) return Fail(Status::Unavailable("cannot write " + out + "/order.bin"));
-  std::printf("wrote %s/init.safetensors and %s/order.bin (%lld epochs x %lld rows)\n",
-              out.c_str(), out.c_str(), (long long)job->train.epochs, (long long)data->rows);
+  std::printf("wrote %s/init.safetensors and %s/order.bin (%lld epochs x %lld rows)\n", out.c_str(),
+              out.c_str(), (long long)job->train.epochs, (long long)data->rows);
   if (!train) return 0;
 
   auto test = nn::LoadTestDataset(*job, *data);

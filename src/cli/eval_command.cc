@@ -1,9 +1,8 @@
 // `acan eval MODEL.safetensors CONFIG.toml [--json]`: the loss and accuracy of a saved model on
 // the job's held-out test split, or on its training data when the job has none (the output says
 // which). The model is checked against the job's model.layers.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -36,8 +35,8 @@ int RunEval() {
   auto model = nn::LoadModel(g_eval.model, job->model.layers);
   if (!model.ok()) {
     if (model.status().code() != StatusCode::kInvalidArgument) return Fail(model.status());
-    return Fail(model.status().WithContext("the model does not fit [model] layers of " +
-                                           g_eval.config));
+    return Fail(
+        model.status().WithContext("the model does not fit [model] layers of " + g_eval.config));
   }
   auto test = nn::LoadTestDataset(*job);
   if (!test.ok()) return Fail(test.status());

@@ -92,8 +92,8 @@ Result<RawSplit> ReadTrainSplit(const JobConfig& job) {
   RawSplit s;
   switch (job.data.source) {
     case DataSource::kSynthetic:
-      s.data = MakeSynthetic(job.data.samples, layers.front(), layers.back(), classify,
-                             job.train.seed);
+      s.data =
+          MakeSynthetic(job.data.samples, layers.front(), layers.back(), classify, job.train.seed);
       s.source = "synthetic data";
       return s;
     case DataSource::kCsv: {

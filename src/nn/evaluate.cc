@@ -34,7 +34,8 @@ Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobCo
       h.resize(rows * model.widths[l + 1]);
       DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
                    model.widths[l + 1], model.biases[l].data(), h.data());
-      if (l + 1 < L) ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
+      if (l + 1 < L)
+        ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
       std::swap(a, h);
     }
     const float* targets = &data.y[r0 * data.target_width];

@@ -33,7 +33,8 @@ std::string Be32(uint32_t v) {
 void WriteIdx(const std::string& stem, uint32_t n, uint32_t pixels, int first) {
   std::string img = Be32(0x803) + Be32(n) + Be32(1) + Be32(pixels);
   for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t p = 0; p < pixels; ++p) img.push_back(static_cast<char>((first + 10 * i + p) % 256));
+    for (uint32_t p = 0; p < pixels; ++p)
+      img.push_back(static_cast<char>((first + 10 * i + p) % 256));
   std::string lab = Be32(0x801) + Be32(n);
   for (uint32_t i = 0; i < n; ++i) lab.push_back(static_cast<char>(i % 2));
   Write(stem + "-images.idx", img);
