@@ -66,6 +66,7 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
     handlers.push_back({{"id", h.id},
                         {"tasks", h.tasks},
                         {"busy_s", h.busy_s},
+                        {"work", h.work},
                         {"idle_ratio", h.idle_ratio},
                         {"speed", h.speed},
                         {"crashes", h.crashes}});
@@ -112,13 +113,14 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
   std::ofstream out(path);
   size_t handlers = run.handlers.size();
   out << "t_s,samples_per_s,step,task_size,pouch,completion_rate,mean_timeout_ms";
-  for (size_t h = 0; h < handlers; ++h) out << ",h" << h << "_tasks,h" << h << "_speed";
+  for (size_t h = 0; h < handlers; ++h) out << ",h" << h << "_tasks,h" << h << "_work_s,h" << h << "_speed";
   out << ",handler_crashes,manager_crashes,timeouts_ms\n";
   for (const MetricsRow& r : run.metrics) {
     out << fmt::format("{:.3f},{:.1f},{},{},{},{:.3f},{:.3f}", r.t_s, r.samples_per_s, r.step,
                        r.task_size, r.pouch, r.completion_rate, r.mean_timeout_ms);
     for (size_t h = 0; h < handlers; ++h) {
       out << "," << (h < r.handler_tasks.size() ? r.handler_tasks[h] : 0) << ","
+          << (h < r.handler_work.size() ? r.handler_work[h] : 0) << ","
           << (h < r.handler_speeds.size() ? r.handler_speeds[h] : 0);
     }
     out << "," << r.handler_crashes << "," << r.manager_crashes << ",\"";

@@ -32,31 +32,51 @@ void Chaos::Stop() {
 
 void Chaos::Loop() {
   using Clock = std::chrono::steady_clock;
-  auto secs = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  auto secs = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  const bool crashes = options_.crash_interval_s > 0 && options_.crash_probability > 0;
   const auto start = Clock::now();
-  auto next_speed = options_.speed_change_s > 0 ? start + secs(options_.speed_change_s) : Clock::time_point::max();
-  auto next_crash = options_.crash_interval_s > 0 && options_.crash_probability > 0
-                        ? start + secs(options_.crash_interval_s)
+  auto next_speed = options_.speed_change_s > 0 && !options_.speeds.empty()
+                        ? start + secs(options_.speed_change_s)
                         : Clock::time_point::max();
   std::uniform_real_distribution<double> coin(0, 1);
+  // Crash moments of the current interval: index handlers_ is the manager.
+  std::vector<Clock::time_point> crash_at(handlers_ + 1, Clock::time_point::max());
+  auto interval_start = start;
+  auto plan_interval = [&] {
+    for (int c = 0; c <= handlers_; ++c) {
+      bool manager = c == handlers_;
+      bool hit = (!manager || options_.crash_manager) && coin(rng_) < options_.crash_probability;
+      crash_at[c] = hit ? interval_start + secs(coin(rng_) * options_.crash_interval_s)
+                        : Clock::time_point::max();
+    }
+  };
+  if (crashes) plan_interval();
   std::unique_lock lock(mu_);
   while (!stop_) {
-    auto wake = std::min(next_speed, next_crash);
+    auto wake = next_speed;
+    for (auto t : crash_at) wake = std::min(wake, t);
+    if (crashes) wake = std::min(wake, interval_start + secs(options_.crash_interval_s));
     if (cv_.wait_until(lock, wake, [&] { return stop_; })) break;
     const auto now = Clock::now();
-    if (now >= next_speed) {
-      for (int h = 0; h < handlers_; ++h) {
-        std::uniform_int_distribution<size_t> pick(0, options_.speeds.size() - 1);
-        actions_.set_speed(h, options_.speeds[pick(rng_)]);
-      }
+    if (now >= next_speed && !options_.speeds.empty()) {
+      std::uniform_int_distribution<size_t> pick(0, options_.speeds.size() - 1);
+      for (int h = 0; h < handlers_; ++h) actions_.set_speed(h, options_.speeds[pick(rng_)]);
       next_speed += secs(options_.speed_change_s);
     }
-    if (now >= next_crash) {
-      for (int h = 0; h < handlers_; ++h) {
-        if (coin(rng_) < options_.crash_probability) actions_.crash_handler(h);
+    for (int c = 0; c <= handlers_; ++c) {
+      if (now < crash_at[c]) continue;
+      crash_at[c] = Clock::time_point::max();
+      if (c == handlers_) {
+        actions_.crash_manager();
+      } else {
+        actions_.crash_handler(c);
       }
-      if (options_.crash_manager && coin(rng_) < options_.crash_probability) actions_.crash_manager();
-      next_crash += secs(options_.crash_interval_s);
+    }
+    if (crashes && now >= interval_start + secs(options_.crash_interval_s)) {
+      interval_start += secs(options_.crash_interval_s);
+      plan_interval();
     }
   }
 }

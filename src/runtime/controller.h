@@ -26,9 +26,11 @@ namespace acan::runtime {
 
 struct ControllerOptions {
   std::chrono::milliseconds initial_timeout{2000};
-  std::chrono::milliseconds min_timeout{20};
+  std::chrono::milliseconds min_timeout{5};
   std::chrono::milliseconds max_timeout{60000};
-  double multiplier = 4.0;   // the design note: 3-5x the mean task time
+  // SRTT + 4 RTTVAR is about twice the mean latency, so 2 gives the note's 3-5x the mean task
+  // time; live claims keep a slow task from being sent again, so the timeout can stay tight.
+  double multiplier = 2.0;
   int handlers = 1;          // the pouch starts at 2-3x this
   int64_t initial_pouch = 0;  // 0: 2.5x handlers
   int64_t max_pouch = 0;      // 0: 8x handlers

@@ -20,11 +20,32 @@ std::vector<std::string> Handler::Patterns() const {
   return out;
 }
 
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status Handler::PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease,
+                         bool replace) {
+  ACAN_RETURN_IF_ERROR(space_->Put(
+      claim_key, Value::FromVector(std::vector<int64_t>{options_.incarnation, WallNs() + lease.count()})));
+  if (replace) (void)space_->Take(claim_key, 1, Deadline::Now());  // the oldest: the previous one
+  return Status::Ok();
+}
+
 Status Handler::Announce() {
   const std::string key = layout_.Alive(options_.id);
   auto old = space_->Take(key, 16, Deadline::Now());
   if (!old.ok() && !old.status().IsTimeout()) return old.status();
-  return space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation}));
+  ACAN_RETURN_IF_ERROR(space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation})));
+  if (options_.incarnation > 1) {
+    // Back after a crash: tell the manager at once, through the channel it waits on, that any
+    // claim of an earlier incarnation of ours is dead.
+    DoneMessage notice{0, options_.id, 0, ""};
+    ACAN_RETURN_IF_ERROR(space_->Put(layout_.RestartNotice(options_.id), EncodeDoneMessage(notice)));
+  }
+  return Status::Ok();
 }
 
 void Handler::Run(const std::atomic<bool>& stop) {
@@ -87,20 +108,31 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
     inputs.push_back(std::move((*r)->value));
     spans.push_back(inputs.back().As<float>());
   }
-  const std::string claim = layout_.Claim(m.spec.key);
-  if (!space_->Put(claim, Value::FromVector(std::vector<int64_t>{options_.id, options_.incarnation})).ok()) {
-    return false;
-  }
+  // The claim lasts a few times what this op has been taking here (slowed down as we are now).
+  double speed_now = std::max(1.0, stats_->speed.load(std::memory_order_relaxed));
+  auto ewma = exec_ns_.find(static_cast<int>(m.spec.op));
+  const auto lease = std::chrono::nanoseconds(static_cast<int64_t>(std::max(
+      double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
+  const std::string claim = layout_.Claim(m.spec.key, options_.id);
+  if (!PutClaim(claim, lease, false).ok()) return false;
   const auto start = Clock::now();
   std::vector<std::vector<float>> outputs;
   Status s = nn::ExecuteTask(m.spec, spans, &outputs);
   auto exec = Clock::now() - start;
-  // A slow processor: stretch the task's time by the speed factor.
+  double& smoothed = exec_ns_[static_cast<int>(m.spec.op)];
+  const double raw_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(exec).count());
+  smoothed = smoothed == 0 ? raw_ns : 0.8 * smoothed + 0.2 * raw_ns;
+  // A slow processor: stretch the task's time by the speed factor, renewing the claim meanwhile.
   double speed = stats_->speed.load(std::memory_order_relaxed);
   if (speed > 1.0) {
     auto until = start + std::chrono::duration_cast<Clock::duration>(exec * speed);
+    auto renew = start + lease / 2;
     while (Clock::now() < until && !stop.load(std::memory_order_relaxed)) {
-      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(5)));
+      if (Clock::now() >= renew) {
+        if (!PutClaim(claim, lease, true).ok()) return false;
+        renew = Clock::now() + lease / 2;
+      }
+      std::this_thread::sleep_until(std::min({until, renew, Clock::now() + std::chrono::milliseconds(5)}));
     }
     exec = Clock::now() - start;
   }
@@ -124,9 +156,13 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return !put.IsCancelled();
   }
-  (void)space_->Take(claim, 1, Deadline::Now());
+  (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
   stats_->tasks.fetch_add(1);
   stats_->busy_ns.fetch_add(exec_ns);
+  int64_t work = 0;
+  for (int64_t n : nn::InputSizes(m.spec)) work += n;
+  for (int64_t n : nn::OutputSizes(m.spec)) work += n;
+  stats_->work.fetch_add(work);
   return true;
 }
 

@@ -1,14 +1,16 @@
 // A handler: a processor that takes pouches of tasks matching its capabilities from the space,
 // reads their inputs from the space, runs the kernels and puts the outputs and a done report
-// back. While it runs a task it leaves a claim tuple (its id and incarnation), so the manager can
-// tell a slow task (claimed by a live incarnation: wait) from a lost one (no claim, or a claim of
-// an incarnation that has since restarted: send again). It keeps no state the space does not also hold, so killing one loses only the tasks in
+// back. While it runs a task it holds a claim tuple (its incarnation and a lease end a few
+// expected task times ahead, renewed while a slow task runs), so the manager can tell a slow
+// task (a live claim: wait) from a lost one (no claim, a lapsed one, or one of an incarnation
+// that has since restarted: send again) long before a generous timeout would. It keeps no state the space does not also hold, so killing one loses only the tasks in
 // its hands, which the manager sends again when their deadlines pass.
 // One Handler runs on one thread; its HandlerStats may be read from any thread.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@ namespace acan::runtime {
 struct HandlerStats {
   std::atomic<int64_t> tasks{0};           // tasks run to completion and reported
   std::atomic<int64_t> busy_ns{0};         // time spent running tasks (stretched by speed)
+  std::atomic<int64_t> work{0};  // work done: floats each task reads and writes (deterministic)
   std::atomic<int64_t> lost_ns{0};         // work lost in crashes
   std::atomic<int64_t> crashes{0};
   std::atomic<int64_t> missing_inputs{0};  // tasks dropped because an input was gone
@@ -43,6 +46,9 @@ struct HandlerOptions {
 
 class Handler {
  public:
+  // The shortest claim lease: covers the time from taking a task to reporting it, at least.
+  static constexpr std::chrono::milliseconds kMinClaim{2};
+
   Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats);
 
   // Announces this incarnation (<job>.alive.h<id>), replacing the previous one's.
@@ -58,6 +64,8 @@ class Handler {
  private:
   // Runs one task; false when it was abandoned (stop was set mid-task).
   bool RunTask(const Tuple& task, const std::atomic<bool>& stop);
+  // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
+  Status PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease, bool replace);
   std::vector<std::string> Patterns() const;
 
   Space* space_;
@@ -65,6 +73,10 @@ class Handler {
   HandlerOptions options_;
   HandlerStats* stats_;
   std::vector<std::string> abandoned_;
+  std::map<int, double> exec_ns_;  // smoothed execution time per task op, a hint for claims
 };
+
+// The wall clock in nanoseconds: claim leases are compared across threads and processes.
+int64_t WallNs();
 
 }  // namespace acan::runtime

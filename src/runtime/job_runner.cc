@@ -284,6 +284,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     row.timeouts_ms = c.timeouts_ms;
     for (auto& h : handlers) {
       row.handler_tasks.push_back(h->stats().tasks.load());
+      row.handler_work.push_back(h->stats().work.load());
       row.handler_speeds.push_back(h->stats().speed.load());
       row.handler_crashes += h->stats().crashes.load();
     }
@@ -331,6 +332,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     r.id = h;
     r.tasks = st.tasks.load();
     r.busy_s = double(st.busy_ns.load()) / 1e9;
+    r.work = st.work.load();
     r.lost_s = double(st.lost_ns.load()) / 1e9;
     r.idle_ratio = wall_s > 0 ? std::max(0.0, 1.0 - (r.busy_s + r.lost_s) / wall_s) : 0;
     r.speed = st.speed.load();

@@ -60,6 +60,7 @@ struct MetricsRow {
   double mean_timeout_ms = 0;
   std::map<std::string, double> timeouts_ms;
   std::vector<int64_t> handler_tasks;
+  std::vector<int64_t> handler_work;  // work each has done (floats its tasks read and wrote)
   std::vector<double> handler_speeds;
   int64_t handler_crashes = 0;
   int64_t manager_crashes = 0;
@@ -75,6 +76,7 @@ struct HandlerReport {
   int id = 0;
   int64_t tasks = 0;
   double busy_s = 0;
+  int64_t work = 0;  // floats its tasks read and wrote: work done, independent of timing
   double lost_s = 0;
   double idle_ratio = 0;
   double speed = 1;

@@ -6,7 +6,7 @@
 //   <job>.p.<state key>.v<version>     a parameter or velocity shard at a version
 //   <job>.u.<state key>.s<step>        an update's proposed next version, applied by the manager
 //   <job>.done.<task key>              a handler's report that a task ran
-//   <job>.claim.<task key>             a handler is running the task (handler, incarnation)
+//   <job>.claim.<task key>.h<id>       handler <id> is running the task (incarnation, lease end)
 //   <job>.alive.h<id>                  the current incarnation of handler <id>
 //   <job>.m.state                      the manager's progress (restart point)
 //   <job>.m.lease                      the single lease token: who manages the job, until when
@@ -49,12 +49,21 @@ class Layout {
     return job_ + ".done." + std::string(task_key);
   }
   std::string DonePattern() const { return job_ + ".done.>"; }
+  // A restarted handler's notice, sent where the manager waits for done reports. No task key
+  // has the verb "restarted", so it cannot be mistaken for one.
+  std::string RestartNotice(int handler) const {
+    return job_ + ".done.restarted.h" + std::to_string(handler);
+  }
+  bool IsRestartNotice(std::string_view task_key) const { return task_key.starts_with("restarted."); }
   // The task key of a done tuple's key.
   std::string_view TaskKeyOfDone(std::string_view done_key) const {
     return done_key.substr(job_.size() + 6);
   }
-  std::string Claim(std::string_view task_key) const {
-    return job_ + ".claim." + std::string(task_key);
+  std::string Claim(std::string_view task_key, int handler) const {
+    return job_ + ".claim." + std::string(task_key) + ".h" + std::to_string(handler);
+  }
+  std::string ClaimPattern(std::string_view task_key) const {
+    return job_ + ".claim." + std::string(task_key) + ".*";
   }
   std::string Alive(int handler) const { return job_ + ".alive.h" + std::to_string(handler); }
   std::string ManagerState() const { return job_ + ".m.state"; }

@@ -10,6 +10,7 @@
 
 #include "nn/executor.h"
 #include "nn/model.h"
+#include "runtime/handler.h"
 #include "runtime/messages.h"
 
 namespace acan::runtime {
@@ -271,9 +272,14 @@ Status Manager::Recover(ActiveStep& st) {
       ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(key));
       done = done && p.has_value();
     }
-    t.dispatched = done || queued.count(layout_.Task(t.spec.type, t.spec.key)) > 0;
+    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key)) > 0;
+    if (!done && !held) {  // a live handler may be running it right now
+      ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
+      held = claim == Claim::kAlive;
+    }
+    t.dispatched = done || held;
     t.done = done;
-    if (t.dispatched && !done) {  // still queued: a fresh deadline instead of a second copy
+    if (t.dispatched && !done) {  // queued or running: a fresh deadline instead of a second copy
       ++in_flight_;
       t.attempt = 1;
       t.sent_at = Clock::now();
@@ -367,6 +373,7 @@ Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
 
 Status Manager::OnDone(const Tuple& tuple) {
   std::string task_key(layout_.TaskKeyOfDone(tuple.key.str()));
+  if (layout_.IsRestartNotice(task_key)) return CheckClaimsNow();
   auto msg = DecodeDoneMessage(tuple.value);
   if (!msg.ok()) {
     spdlog::warn("manager: ignoring done tuple '{}': {}", tuple.key.str(), msg.status().ToString());
@@ -454,6 +461,21 @@ Status Manager::DispatchReadyUpdates() {
   return Status::Ok();
 }
 
+// A handler came back from a crash: whatever its earlier incarnation held is lost. Look at the
+// claims of every task in flight now instead of waiting for their deadlines.
+Status Manager::CheckClaimsNow() {
+  for (auto& [step, st] : active_) {
+    for (TaskRun& t : st.tasks) {
+      if (t.attempt == 0 || t.done) continue;
+      ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
+      if (claim != Claim::kStale) continue;
+      controller_.Backoff(t.spec);
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t, "handler-restarted"));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Manager::CheckDeadlines() {
   const auto now = Clock::now();
   for (auto& [step, st] : active_) {
@@ -475,25 +497,34 @@ Status Manager::CheckDeadlines() {
         continue;
       }
       controller_.Backoff(t.spec);
-      ACAN_RETURN_IF_ERROR(Dispatch(st, t, claim == Claim::kNone    ? "timeout"
-                                           : claim == Claim::kStale ? "handler-restarted"
-                                                                    : "hung"));
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t, claim == Claim::kNone     ? "timeout"
+                                           : claim == Claim::kStale  ? "handler-restarted"
+                                           : claim == Claim::kLapsed ? "claim-lapsed"
+                                                                     : "hung"));
     }
   }
   return Status::Ok();
 }
 
 Result<Manager::Claim> Manager::ClaimOf(const std::string& task_key) {
-  ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_.Claim(task_key)));
+  ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_.ClaimPattern(task_key)));
   Claim result = Claim::kNone;
+  const int64_t now = WallNs();
   for (const Tuple& c : claims) {
     auto v = c.value.As<int64_t>();
-    if (v.size() != 2) continue;
-    ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(static_cast<int>(v[0]))));
-    bool live = alive.has_value() && alive->value.As<int64_t>().size() == 1 &&
-                alive->value.As<int64_t>()[0] == v[1];
-    if (live) return Claim::kAlive;
-    result = Claim::kStale;
+    std::string_view h = c.key.token(c.key.token_count() - 1).substr(1);  // "h<id>"
+    int handler = -1;
+    std::from_chars(h.data(), h.data() + h.size(), handler);
+    if (v.size() != 2 || handler < 0) continue;
+    ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
+    bool current = alive.has_value() && alive->value.As<int64_t>().size() == 1 &&
+                   alive->value.As<int64_t>()[0] == v[0];
+    if (current && v[1] > now) return Claim::kAlive;
+    if (current) {
+      result = Claim::kLapsed;
+    } else if (result == Claim::kNone) {
+      result = Claim::kStale;
+    }
   }
   return result;
 }
@@ -503,7 +534,9 @@ Status Manager::CleanupStep(const ActiveStep& st) {
   for (const std::string& k : st.inputs) drop(layout_.Tensor(k));
   for (const TaskRun& t : st.tasks) {
     drop(layout_.Task(t.spec.type, t.spec.key));
-    drop(layout_.Claim(t.spec.key));
+    for (const Tuple& c : space_->ReadAll(layout_.ClaimPattern(t.spec.key)).value_or({})) {
+      drop(c.key.str());
+    }
     for (const std::string& out : t.spec.outputs) {
       drop(nn::Plan::IsStateKey(out) ? layout_.Proposal(out, st.step) : layout_.Tensor(out));
     }

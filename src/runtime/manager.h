@@ -95,8 +95,10 @@ class Manager {
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
   Status DispatchReadyUpdates();
   Status CheckDeadlines();
-  // Who holds a task: nobody (lost), a live incarnation (slow), or only restarted ones (lost).
-  enum class Claim { kNone, kAlive, kStale };
+  Status CheckClaimsNow();
+  // Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed (its
+  // handler stopped: lost), or only claims of restarted incarnations (lost).
+  enum class Claim { kNone, kAlive, kLapsed, kStale };
   Result<Claim> ClaimOf(const std::string& task_key);
   // A claimed task is sent again anyway after this many timeouts (a hung handler).
   static constexpr int kHungFactor = 16;
