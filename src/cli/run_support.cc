@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "nn/evaluate.h"
 #include "nn/model.h"
 #include "runtime/process.h"
 
@@ -81,9 +82,30 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
   ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
   ACAN_ASSIGN_OR_RETURN(nn::Model init, init_path.empty() ? nn::InitialModel(job)
                                                           : nn::LoadModel(init_path, job.model.layers));
+  ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, data));
   nn::Batcher batcher(&data, job.train.batch, job.data.shuffle, job.train.seed);
   ProgressPrinter printer(batcher.BatchesPerEpoch(), job.train.epochs);
   if (!quiet) options.on_progress = [&printer](const runtime::Progress& p) { printer(p); };
+  // Held-out evaluation after every epoch (its time is reported apart from training's).
+  nlohmann::json per_epoch = nlohmann::json::array();
+  double eval_s = 0;
+  Status eval_error;
+  if (test) {
+    options.on_epoch_end = [&](int64_t epoch, const nn::Model& model) {
+      const auto start = Clock::now();
+      auto r = nn::Evaluate(model, *test, job);
+      eval_s += std::chrono::duration<double>(Clock::now() - start).count();
+      if (!r.ok()) {
+        eval_error = r.status();
+        return;
+      }
+      per_epoch.push_back({{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
+      if (!quiet) {
+        std::fprintf(stderr, "epoch %lld/%lld: test loss %.5f, test accuracy %.4f\n",
+                     (long long)epoch + 1, (long long)job.train.epochs, r->loss, r->accuracy);
+      }
+    };
+  }
   if (!quiet) {
     std::fprintf(stderr,
                  "acan: training %s on %s: %lld samples, %lld epochs, %d handlers, window %lld, "
@@ -99,6 +121,25 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
   ACAN_ASSIGN_OR_RETURN(out.run, runtime::RunJob(job, data, init, options));
   ACAN_ASSIGN_OR_RETURN(out.figures, runtime::Evaluate(job, data, init, out.run));
   out.summary = runtime::MakeSummary(job, options, out.run, out.figures);
+  ACAN_RETURN_IF_ERROR(eval_error);
+  const double in_run_eval_s = eval_s;
+  if (test) {
+    auto start = Clock::now();
+    ACAN_ASSIGN_OR_RETURN(nn::EvalReport final_eval, nn::Evaluate(out.run.model, *test, job));
+    out.test_accuracy = final_eval.accuracy;
+    out.summary["test_rows"] = final_eval.rows;
+    out.summary["test_loss"] = final_eval.loss;
+    out.summary["test_accuracy"] = data.classification ? nlohmann::json(final_eval.accuracy) : nlohmann::json(nullptr);
+    out.summary["per_class_accuracy"] = final_eval.per_class_accuracy;
+    out.summary["test_per_epoch"] = per_epoch;
+    eval_s += std::chrono::duration<double>(Clock::now() - start).count();
+  } else {
+    out.summary["test_loss"] = nullptr;
+    out.summary["test_accuracy"] = nullptr;
+  }
+  out.summary["eval_s"] = eval_s;
+  // Training alone: the run's wall time less the per-epoch evaluations made inside it.
+  out.summary["train_s"] = out.run.wall_s - in_run_eval_s;
   if (!summary_extra.is_null()) out.summary.update(summary_extra);
   ACAN_RETURN_IF_ERROR(runtime::WriteArtefacts(out_dir, out.run, out.summary));
   if (!quiet) {
@@ -108,6 +149,11 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
                 out.summary["samples_per_s"].get<double>(), out.run.wall_s,
                 (long long)out.run.progress.completed, (long long)out.run.progress.retransmitted,
                 (long long)out.run.progress.duplicates_discarded);
+    if (test && data.classification) {
+      std::printf("test accuracy %.4f, test loss %.5f on %lld held-out rows\n",
+                  out.summary["test_accuracy"].get<double>(), out.summary["test_loss"].get<double>(),
+                  (long long)out.summary["test_rows"].get<int64_t>());
+    }
     std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv\n",
                 out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
   }

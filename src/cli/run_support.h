@@ -19,6 +19,7 @@ struct RunOutcome {
   runtime::RunResult run;
   runtime::RunFigures figures;
   nlohmann::json summary;
+  double test_accuracy = -1;  // on the test split, when the job has one
 };
 
 // The run options a job file asks for ([runtime] and [chaos]).

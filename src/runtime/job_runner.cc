@@ -125,6 +125,7 @@ class ManagerSlot {
         }
       };
       mo.on_active = [this] { active_.store(true); };
+      mo.on_epoch_end = options_.on_epoch_end;
       mo.on_task_done = [this](const std::string& key, int64_t exec_ns) {
         telemetry_->OnTaskDone(key, exec_ns);
       };

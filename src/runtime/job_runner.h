@@ -47,6 +47,8 @@ struct RunOptions {
   std::chrono::milliseconds metrics_interval{500};
   // Called on the manager's thread after every completed step.
   std::function<void(const Progress&)> on_progress;
+  // Called on the manager's thread with the model after each epoch (e.g. to evaluate it).
+  std::function<void(int64_t epoch, const nn::Model&)> on_epoch_end;
 };
 
 // One row of metrics.csv.

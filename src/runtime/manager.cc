@@ -563,10 +563,31 @@ Status Manager::FinalizeSteps() {
     ACAN_RETURN_IF_ERROR(SaveState());
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
     for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
+    const int64_t finished_step = st.step;
+    const nn::Plan* plan = st.plan;
     active_.erase(active_.begin());
     if (options_.on_step) options_.on_step(progress_, controller_.Snapshot());
+    if (options_.on_epoch_end && (finished_step + 1) % batcher_->BatchesPerEpoch() == 0) {
+      ACAN_ASSIGN_OR_RETURN(nn::Model model, ModelAt(*plan, finished_step + 1));
+      options_.on_epoch_end(epoch, model);
+    }
   }
   return Status::Ok();
+}
+
+Result<nn::Model> Manager::ModelAt(const nn::Plan& plan, int64_t version) {
+  Status missing;
+  nn::Model m = plan.ModelFromState([&](const std::string& key) {
+    auto t = space_->Read(layout_.State(key, version));
+    if (!t.ok() || !t->has_value()) {
+      missing = Status::DataLoss(fmt::format("version {} of '{}' is not in the space", version, key));
+      return std::vector<float>();
+    }
+    auto v = (*t)->value.As<float>();
+    return std::vector<float>(v.begin(), v.end());
+  });
+  ACAN_RETURN_IF_ERROR(missing);
+  return m;
 }
 
 Clock::time_point Manager::NextWake() const {

@@ -26,6 +26,7 @@
 
 #include "acan/space.h"
 #include "nn/dataset.h"
+#include "nn/model.h"
 #include "nn/plan.h"
 #include "runtime/controller.h"
 #include "runtime/layout.h"
@@ -45,6 +46,8 @@ struct ManagerOptions {
   ControllerOptions controller;
   // Called after each completed step with the progress so far (on the manager's thread).
   std::function<void(const Progress&, const ControllerSnapshot&)> on_step;
+  // Called after the last step of each epoch is applied, with the model at that point.
+  std::function<void(int64_t epoch, const nn::Model& model)> on_epoch_end;
   // Called when this manager holds the lease and starts (or resumes) the job.
   std::function<void()> on_active;
   // Called when a task completes for the first time (on the manager's thread).
@@ -105,6 +108,8 @@ class Manager {
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
   Clock::time_point NextWake() const;
+  // The model whose shards are at `version` (every shard must still hold it).
+  Result<nn::Model> ModelAt(const nn::Plan& plan, int64_t version);
   int64_t MinVersion() const;
   const nn::Plan& PlanFor(int64_t task_size);
 
