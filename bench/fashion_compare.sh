@@ -60,7 +60,8 @@ if "test_accuracy" not in torch:
     sys.exit("error: PyTorch found no test split in the job")
 a, t = acan["test_accuracy"], torch["test_accuracy"]
 diff = 100 * (a - t)
-wa, wt = acan["wall_s"], torch["wall_s"]
+# Training time on both sides: acan's train_s leaves out its per-epoch test evaluations.
+wa, wt = acan.get("train_s", acan["wall_s"]), torch["wall_s"]
 print(f"job {os.path.abspath(sys.argv[4])}")
 print(f"  acan    test_accuracy {a:.4f}  test_loss {acan['test_loss']:.4f}  wall {wa:7.1f} s  (2 handlers)")
 print(f"  pytorch test_accuracy {t:.4f}  test_loss {torch['test_loss']:.4f}  wall {wt:7.1f} s  (2 threads)")

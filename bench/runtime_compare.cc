@@ -28,7 +28,8 @@ activation = "relu"
 loss = "softmax_cross_entropy"
 [data]
 source = "synthetic"
-samples = )" + std::to_string(samples) + R"(
+samples = )" + std::to_string(samples) +
+                                R"(
 [train]
 epochs = 1
 batch = 64
@@ -53,7 +54,8 @@ activation = "tanh"
 loss = "mse"
 [data]
 source = "synthetic"
-samples = )" + std::to_string(samples) + R"(
+samples = )" + std::to_string(samples) +
+                             R"(
 [train]
 epochs = 1
 batch = 1
@@ -129,7 +131,8 @@ int main(int argc, char** argv) {
     o.window = w;
     o.standby = false;
     auto run = Check(runtime::RunJob(toy, tdata, tinit, o));
-    std::printf("runtime_toy_w%lld samples_per_s=%.0f\n", (long long)w, double(tdata.rows) / run.wall_s);
+    std::printf("runtime_toy_w%lld samples_per_s=%.0f\n", (long long)w,
+                double(tdata.rows) / run.wall_s);
   }
   return ref_sha == run_sha ? 0 : 1;
 }

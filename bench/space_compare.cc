@@ -131,17 +131,21 @@ std::vector<double> WakeLatencies(size_t n, PutFn put, GetFn get) {
 int main(int argc, char** argv) {
   size_t messages = 1'000'000, rounds = 5, max_resident = 1'000'000;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--messages")) messages = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--max-resident")) max_resident = std::strtoull(argv[i + 1], nullptr, 10);
+    if (!std::strcmp(argv[i], "--messages"))
+      messages = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--max-resident"))
+      max_resident = std::strtoull(argv[i + 1], nullptr, 10);
     else {
       std::fprintf(stderr, "usage: space_compare [--messages N] [--rounds R] [--max-resident N]\n");
       return 2;
     }
   }
   const Value payload = Value::FromVector(std::vector<std::byte>(1024));
-  std::printf("acan space benchmark: %zu put+get pairs of 1 KiB, 2 threads, median of %zu rounds\n\n",
-              messages, rounds);
+  std::printf(
+      "acan space benchmark: %zu put+get pairs of 1 KiB, 2 threads, median of %zu rounds\n\n",
+      messages, rounds);
 
   // 1. mem: against the plain queue, rounds interleaved so both see the same machine.
   std::vector<double> q, lit, wild;
@@ -184,7 +188,8 @@ int main(int argc, char** argv) {
   // 3. Latency from put to the wake-up of a blocked get.
   const size_t n = std::min<size_t>(messages / 50, 20'000);
   PlainQueue pq;
-  auto ql = WakeLatencies(n, [&] { pq.Push(payload); }, [&] { (void)pq.Pop(); });
+  auto ql = WakeLatencies(
+      n, [&] { pq.Push(payload); }, [&] { (void)pq.Pop(); });
   auto s = OpenMem();
   Key k = Key::Parse("bench.wake").value();
   Pattern p = Pattern::Parse("bench.*").value();
@@ -192,7 +197,8 @@ int main(int argc, char** argv) {
       n, [&] { Check(s->Put(k, payload, Deadline::Infinite())); },
       [&] { Check(s->Get(p, Deadline::Infinite()).status()); });
   std::printf("\nput -> wake-up of a blocked get (%zu samples, microseconds)\n", n);
-  std::printf("  %-28s median %7.1f   p99 %7.1f\n", "mutex+condvar queue", ql[n / 2], ql[n * 99 / 100]);
+  std::printf("  %-28s median %7.1f   p99 %7.1f\n", "mutex+condvar queue", ql[n / 2],
+              ql[n * 99 / 100]);
   std::printf("  %-28s median %7.1f   p99 %7.1f\n", "mem: space", sl[n / 2], sl[n * 99 / 100]);
   return 0;
 }

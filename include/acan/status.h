@@ -38,7 +38,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status Timeout(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
@@ -79,7 +81,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "Result built from an OK status has no value");
   }
@@ -111,9 +113,13 @@ namespace internal {
 inline Status ToStatus(const Status& s) { return s; }
 inline Status ToStatus(Status&& s) { return std::move(s); }
 template <typename T>
-Status ToStatus(const Result<T>& r) { return r.status(); }
+Status ToStatus(const Result<T>& r) {
+  return r.status();
+}
 template <typename T>
-Status ToStatus(Result<T>&& r) { return std::move(r).status(); }
+Status ToStatus(Result<T>&& r) {
+  return std::move(r).status();
+}
 }  // namespace internal
 
 }  // namespace acan
@@ -122,9 +128,9 @@ Status ToStatus(Result<T>&& r) { return std::move(r).status(); }
 #define ACAN_CONCAT_(a, b) ACAN_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` (a Status or Result) is not OK.
-#define ACAN_RETURN_IF_ERROR(expr)                                         \
-  do {                                                                     \
-    auto&& acan_status_ = (expr);                                          \
+#define ACAN_RETURN_IF_ERROR(expr)                                                      \
+  do {                                                                                  \
+    auto&& acan_status_ = (expr);                                                       \
     if (!acan_status_.ok()) return ::acan::internal::ToStatus(std::move(acan_status_)); \
   } while (0)
 

@@ -58,7 +58,9 @@ class Value {
     return std::span<const T>(reinterpret_cast<const T*>(data_), size_ / sizeof(T));
   }
   // True when both values share one buffer (no copy was made).
-  bool SharesBufferWith(const Value& other) const { return owner_ == other.owner_ && data_ == other.data_; }
+  bool SharesBufferWith(const Value& other) const {
+    return owner_ == other.owner_ && data_ == other.data_;
+  }
 
  private:
   std::shared_ptr<const void> owner_;

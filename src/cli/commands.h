@@ -10,7 +10,8 @@ namespace acan::cli {
 void AddTrainCommands(CLI::App& app);
 int RunParsedTrainCommand();
 
-// Adds `eval` (a saved model on the job's test split); the runner returns -1 when it was not parsed.
+// Adds `eval` (a saved model on the job's test split); the runner returns -1 when it was not
+// parsed.
 void AddEvalCommand(CLI::App& app);
 int RunParsedEvalCommand();
 

@@ -92,8 +92,9 @@ int WriteExperiment(const std::string& dir, const nlohmann::json& j) {
 int Feasibility(const std::string& out) {
   auto job = Parse(kFeasibility, "feasibility experiment");
   if (!job.ok()) return Fail(job.status());
-  std::printf("feasibility: 44x44 and 44x1 layers (tanh, mse), 4 equal handlers, 100 synthetic "
-              "samples, SGD batch 1, 2 epochs, tiles of 11\n");
+  std::printf(
+      "feasibility: 44x44 and 44x1 layers (tanh, mse), 4 equal handlers, 100 synthetic "
+      "samples, SGD batch 1, 2 epochs, tiles of 11\n");
   auto r = TrainAndReport(*job, OptionsFromJob(*job), "", out, false);
   if (!r.ok()) return Fail(r.status());
   const auto& s = r->summary;
@@ -107,7 +108,8 @@ int Feasibility(const std::string& out) {
                     per_epoch[0].get<double>(), per_epoch[1].get<double>()));
   Claim(&all, s["tasks"]["retransmitted"].get<int64_t>() == 0,
         fmt::format("no retransmission happens ({})", s["tasks"]["retransmitted"].get<int64_t>()));
-  if (int rc = WriteExperiment(out, {{"experiment", "feasibility"}, {"claims_hold", all}}); rc) return rc;
+  if (int rc = WriteExperiment(out, {{"experiment", "feasibility"}, {"claims_hold", all}}); rc)
+    return rc;
   return all ? 0 : 1;
 }
 
@@ -129,9 +131,10 @@ int Adaptivity(const std::string& out, bool quick) {
   const double change_s = quick ? 0.5 : 5.0;
   const int64_t samples = quick ? 16384 : 98304;
   const int64_t epochs = quick ? 1 : 2;
-  std::printf("adaptivity: a handler per core, speed factors 1:5:10 given out at random every %g s; "
-              "MLP 784-256-256-10, batch 64 in micro-batches of 8, window 2%s\n",
-              change_s, quick ? " (quick)" : "");
+  std::printf(
+      "adaptivity: a handler per core, speed factors 1:5:10 given out at random every %g s; "
+      "MLP 784-256-256-10, batch 64 in micro-batches of 8, window 2%s\n",
+      change_s, quick ? " (quick)" : "");
   // The single-handler rate at full speed, measured now, on the same work.
   auto calib_job = Parse(MlpJob(quick ? 4096 : 16384, 1, 2), "adaptivity calibration");
   if (!calib_job.ok()) return Fail(calib_job.status());
@@ -187,11 +190,14 @@ int Adaptivity(const std::string& out, bool quick) {
   for (size_t k = 0; k < h; ++k) {
     double dev = expected[k] > 0 ? std::abs(done[k] - expected[k]) / expected[k] : 0;
     worst = std::max(worst, dev);
-    shares.push_back({{"handler", k}, {"work", done[k]}, {"expected_by_speed", expected[k]},
+    shares.push_back({{"handler", k},
+                      {"work", done[k]},
+                      {"expected_by_speed", expected[k]},
                       {"deviation", dev}});
-    std::printf("  handler %zu: work %.3g (floats read and written), %.3g expected from its speed "
-                "(%+.1f%%)\n",
-                k, done[k], expected[k], 100 * (done[k] - expected[k]) / std::max(1e-9, expected[k]));
+    std::printf(
+        "  handler %zu: work %.3g (floats read and written), %.3g expected from its speed "
+        "(%+.1f%%)\n",
+        k, done[k], expected[k], 100 * (done[k] - expected[k]) / std::max(1e-9, expected[k]));
   }
   const double utilisation = capacity_samples > 0 ? achieved / capacity_samples : 0;
   const double core_utilisation = core_capacity_samples > 0 ? achieved / core_capacity_samples : 0;
@@ -199,20 +205,26 @@ int Adaptivity(const std::string& out, bool quick) {
   bool all = true;
   Claim(&all, worst <= 0.10,
         fmt::format("each handler's share of the work is within 10% of its share of the speed "
-                    "(worst {:.1f}%)", 100 * worst));
+                    "(worst {:.1f}%)",
+                    100 * worst));
   const double span = std::max(1e-9, rows.back().t_s - rows.front().t_s);
-  Claim(&all, utilisation >= 0.90,
-        fmt::format("throughput is at least 90% of the pool's capacity ({:.0f} of {:.0f} samples/s "
-                    "= {:.2f}; of the capacity capped at the {:.0f} cores: {:.2f})",
-                    achieved / span, capacity_samples / span, utilisation, cores, core_utilisation));
+  Claim(
+      &all, utilisation >= 0.90,
+      fmt::format("throughput is at least 90% of the pool's capacity ({:.0f} of {:.0f} samples/s "
+                  "= {:.2f}; of the capacity capped at the {:.0f} cores: {:.2f})",
+                  achieved / span, capacity_samples / span, utilisation, cores, core_utilisation));
   Claim(&all, corr > 0.5,
         fmt::format("the timeout follows 1 / mean speed (correlation {:.2f} over {} samples)", corr,
                     timeouts.size()));
-  nlohmann::json j = {{"experiment", "adaptivity"},       {"quick", quick},
-                      {"single_handler_samples_per_s", r1}, {"shares", shares},
-                      {"worst_share_deviation", worst},     {"capacity_utilisation", utilisation},
+  nlohmann::json j = {{"experiment", "adaptivity"},
+                      {"quick", quick},
+                      {"single_handler_samples_per_s", r1},
+                      {"shares", shares},
+                      {"worst_share_deviation", worst},
+                      {"capacity_utilisation", utilisation},
                       {"core_capped_capacity_utilisation", core_utilisation},
-                      {"timeout_speed_correlation", corr},  {"claims_hold", all}};
+                      {"timeout_speed_correlation", corr},
+                      {"claims_hold", all}};
   if (int rc = WriteExperiment(out, j); rc) return rc;
   return all ? 0 : 1;
 }
@@ -221,10 +233,11 @@ int Robustness(const std::string& out, bool quick) {
   const double interval = quick ? 0.5 : 5.0;
   const int64_t samples = quick ? 12288 : 98304;
   const int64_t epochs = quick ? 1 : 2;
-  std::printf("robustness: 3 handlers and the manager crash with p = 1 every %g s, speed factors "
-              "1:5:10 change every %g s; MLP 784-256-256-10, batch 64 in micro-batches of 32; window 1, "
-              "so the weights must equal the fault-free run's bit for bit%s\n",
-              interval, interval, quick ? " (quick)" : "");
+  std::printf(
+      "robustness: 3 handlers and the manager crash with p = 1 every %g s, speed factors "
+      "1:5:10 change every %g s; MLP 784-256-256-10, batch 64 in micro-batches of 32; window 1, "
+      "so the weights must equal the fault-free run's bit for bit%s\n",
+      interval, interval, quick ? " (quick)" : "");
   auto job = Parse(MlpJob(samples, epochs, 1, 32), "robustness experiment");
   if (!job.ok()) return Fail(job.status());
   std::printf("fault-free run:\n");
@@ -250,23 +263,29 @@ int Robustness(const std::string& out, bool quick) {
   const double extra = s["compute"]["extra_compute_ratio"].get<double>();
   const auto& rec = s["recovery"];
   bool all = true;
-  Claim(&all, loss < s["initial_loss"].get<double>(),
-        fmt::format("training converges ({:.5f} -> {:.5f})", s["initial_loss"].get<double>(), loss));
+  Claim(
+      &all, loss < s["initial_loss"].get<double>(),
+      fmt::format("training converges ({:.5f} -> {:.5f})", s["initial_loss"].get<double>(), loss));
   Claim(&all, std::abs(loss - clean_loss) <= 0.02 * clean_loss,
-        fmt::format("final loss within 2% of the fault-free run ({:.6f} vs {:.6f})", loss, clean_loss));
-  Claim(&all, extra <= 0.15, fmt::format("extra compute ratio at most 0.15 ({:.3f}; the note: about "
-                                         "0.40)", extra));
+        fmt::format("final loss within 2% of the fault-free run ({:.6f} vs {:.6f})", loss,
+                    clean_loss));
+  Claim(&all, extra <= 0.15,
+        fmt::format("extra compute ratio at most 0.15 ({:.3f}; the note: about "
+                    "0.40)",
+                    extra));
   Claim(&all, s["weights_sha256"] == cs["weights_sha256"],
         "with window 1 the weights are bitwise those of the fault-free run");
-  const int64_t hc = s["crashes"]["handlers"].get<int64_t>(), mc = s["crashes"]["manager"].get<int64_t>();
+  const int64_t hc = s["crashes"]["handlers"].get<int64_t>(),
+                mc = s["crashes"]["manager"].get<int64_t>();
   Claim(&all, hc > 0 && mc > 0, fmt::format("crashes happened ({} handler, {} manager)", hc, mc));
   const auto& hr = rec["handler_crash_to_retransmitted_done"];
   if (!hr["median_ms"].is_null()) {
-    std::printf("recovery: crash -> retransmitted task done: median %.1f ms, p95 %.1f ms over %d; "
-                "median task %.2f ms; ratio %.1f (goal <= 3)\n",
-                hr["median_ms"].get<double>(), hr["p95_ms"].get<double>(), hr["count"].get<int>(),
-                rec["task"]["median_ms"].get<double>(),
-                rec["median_recovery_over_median_task"].get<double>());
+    std::printf(
+        "recovery: crash -> retransmitted task done: median %.1f ms, p95 %.1f ms over %d; "
+        "median task %.2f ms; ratio %.1f (goal <= 3)\n",
+        hr["median_ms"].get<double>(), hr["p95_ms"].get<double>(), hr["count"].get<int>(),
+        rec["task"]["median_ms"].get<double>(),
+        rec["median_recovery_over_median_task"].get<double>());
   }
   nlohmann::json j = {{"experiment", "robustness"},
                       {"quick", quick},

@@ -1,9 +1,8 @@
 // The `acan` command. Errors become one line on stderr and a non-zero exit.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -31,7 +30,8 @@ int RunDemo(const std::string& uri, int tasks, int handlers) {
         if (!pouch.ok()) return;  // closed
         for (const acan::Tuple& t : *pouch) {
           int x = t.value.As<int>()[0];
-          (void)space.Put(fmt::format("demo.result.{}", x), acan::Value::FromVector(std::vector<int>{x * x}));
+          (void)space.Put(fmt::format("demo.result.{}", x),
+                          acan::Value::FromVector(std::vector<int>{x * x}));
           ++done[h];
         }
       }
@@ -70,8 +70,12 @@ int main(int argc, char** argv) {
   int tasks = 1000, handlers = 2;
   auto* demo = app.add_subcommand("demo", "Move tasks and results through a tuple space");
   demo->add_option("--space", uri, "Space URI")->capture_default_str();
-  demo->add_option("--tasks", tasks, "Number of tasks")->capture_default_str()->check(CLI::PositiveNumber);
-  demo->add_option("--handlers", handlers, "Handler threads")->capture_default_str()->check(CLI::PositiveNumber);
+  demo->add_option("--tasks", tasks, "Number of tasks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  demo->add_option("--handlers", handlers, "Handler threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   acan::cli::AddTrainCommands(app);
   acan::cli::AddEvalCommand(app);
   CLI11_PARSE(app, argc, argv);

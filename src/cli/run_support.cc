@@ -37,9 +37,11 @@ class ProgressPrinter {
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     int64_t samples = 0;
     for (const auto& t : p.epochs) samples += t.rows;
-    const double eta = elapsed * double(p.total_steps - p.next_step) / double(std::max<int64_t>(1, p.next_step));
+    const double eta =
+        elapsed * double(p.total_steps - p.next_step) / double(std::max<int64_t>(1, p.next_step));
     std::string line = fmt::format(
-        "epoch {}/{}  step {}/{}  loss {:.5f}  {:.0f} samples/s  tasks {}  retransmits {}  ETA {:.1f}s",
+        "epoch {}/{}  step {}/{}  loss {:.5f}  {:.0f} samples/s  tasks {}  retransmits {}  ETA "
+        "{:.1f}s",
         epoch + 1, epochs_, p.next_step, p.total_steps, e.rows ? e.loss_sum / double(e.rows) : 0.0,
         elapsed > 0 ? double(samples) / elapsed : 0.0, p.completed, p.retransmitted, eta);
     if (tty_) {
@@ -80,8 +82,9 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
                                   bool quiet, const nlohmann::json& summary_extra) {
   runtime::TuneProcess();
   ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
-  ACAN_ASSIGN_OR_RETURN(nn::Model init, init_path.empty() ? nn::InitialModel(job)
-                                                          : nn::LoadModel(init_path, job.model.layers));
+  ACAN_ASSIGN_OR_RETURN(nn::Model init, init_path.empty()
+                                            ? nn::InitialModel(job)
+                                            : nn::LoadModel(init_path, job.model.layers));
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, data));
   nn::Batcher batcher(&data, job.train.batch, job.data.shuffle, job.train.seed);
   ProgressPrinter printer(batcher.BatchesPerEpoch(), job.train.epochs);
@@ -99,7 +102,8 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
         eval_error = r.status();
         return;
       }
-      per_epoch.push_back({{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
+      per_epoch.push_back(
+          {{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
       if (!quiet) {
         std::fprintf(stderr, "epoch %lld/%lld: test loss %.5f, test accuracy %.4f\n",
                      (long long)epoch + 1, (long long)job.train.epochs, r->loss, r->accuracy);
@@ -107,15 +111,14 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
     };
   }
   if (!quiet) {
-    std::fprintf(stderr,
-                 "acan: training %s on %s: %lld samples, %lld epochs, %d handlers, window %lld, "
-                 "strategy %s%s\n",
-                 fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(),
-                 options.space_uri.c_str(), (long long)data.rows, (long long)job.train.epochs,
-                 options.handlers, (long long)options.window,
-                 std::string(nn::ToString(job.partition.strategy)).c_str(),
-                 options.chaos.speeds.empty() && options.chaos.crash_interval_s == 0 ? ""
-                                                                                     : ", with chaos");
+    std::fprintf(
+        stderr,
+        "acan: training %s on %s: %lld samples, %lld epochs, %d handlers, window %lld, "
+        "strategy %s%s\n",
+        fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(), options.space_uri.c_str(),
+        (long long)data.rows, (long long)job.train.epochs, options.handlers,
+        (long long)options.window, std::string(nn::ToString(job.partition.strategy)).c_str(),
+        options.chaos.speeds.empty() && options.chaos.crash_interval_s == 0 ? "" : ", with chaos");
   }
   RunOutcome out;
   ACAN_ASSIGN_OR_RETURN(out.run, runtime::RunJob(job, data, init, options));
@@ -129,7 +132,8 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
     out.test_accuracy = final_eval.accuracy;
     out.summary["test_rows"] = final_eval.rows;
     out.summary["test_loss"] = final_eval.loss;
-    out.summary["test_accuracy"] = data.classification ? nlohmann::json(final_eval.accuracy) : nlohmann::json(nullptr);
+    out.summary["test_accuracy"] =
+        data.classification ? nlohmann::json(final_eval.accuracy) : nlohmann::json(nullptr);
     out.summary["per_class_accuracy"] = final_eval.per_class_accuracy;
     out.summary["test_per_epoch"] = per_epoch;
     eval_s += std::chrono::duration<double>(Clock::now() - start).count();
@@ -151,7 +155,8 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
                 (long long)out.run.progress.duplicates_discarded);
     if (test && data.classification) {
       std::printf("test accuracy %.4f, test loss %.5f on %lld held-out rows\n",
-                  out.summary["test_accuracy"].get<double>(), out.summary["test_loss"].get<double>(),
+                  out.summary["test_accuracy"].get<double>(),
+                  out.summary["test_loss"].get<double>(),
                   (long long)out.summary["test_rows"].get<int64_t>());
     }
     std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv\n",

@@ -55,11 +55,16 @@ int RunTrain() {
 
 void AddTrainCommands(CLI::App& app) {
   g_cmd = app.add_subcommand("train", "Train the job described by a TOML file");
-  g_cmd->add_option("config", g_args.config, "Job file (TOML)")->required()->check(CLI::ExistingFile);
-  g_cmd->add_option("--space", g_args.space, "Space URI (default: the job's [runtime] space, mem:)");
+  g_cmd->add_option("config", g_args.config, "Job file (TOML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  g_cmd->add_option("--space", g_args.space,
+                    "Space URI (default: the job's [runtime] space, mem:)");
   g_cmd->add_option("--handlers", g_args.handlers, "Handler threads (default: the job's)")
       ->check(CLI::PositiveNumber);
-  g_cmd->add_option("--window", g_args.window, "Update window W; 1 = synchronous (default: the job's)")
+  g_cmd
+      ->add_option("--window", g_args.window,
+                   "Update window W; 1 = synchronous (default: the job's)")
       ->check(CLI::PositiveNumber);
   g_cmd->add_option("--init", g_args.init, "Initial model (safetensors)")->check(CLI::ExistingFile);
   g_cmd->add_option("--out", g_args.out, "Directory for the artefacts")->capture_default_str();
@@ -67,10 +72,14 @@ void AddTrainCommands(CLI::App& app) {
   g_cmd->add_flag("--quiet", g_args.quiet, "No progress lines and no outcome lines");
   g_cmd->add_option("--speeds", g_args.speeds, "[chaos] slow-down factors, e.g. 1,5,10")
       ->delimiter(',');
-  g_cmd->add_option("--speed-change-s", g_args.speed_change_s, "[chaos] seconds between speed changes");
-  g_cmd->add_option("--crash-interval-s", g_args.crash_interval_s, "[chaos] seconds between crash rolls");
-  g_cmd->add_option("--crash-probability", g_args.crash_probability, "[chaos] crash probability per roll");
-  g_cmd->add_option("--crash-manager", g_args.crash_manager, "[chaos] the manager crashes too (true|false)");
+  g_cmd->add_option("--speed-change-s", g_args.speed_change_s,
+                    "[chaos] seconds between speed changes");
+  g_cmd->add_option("--crash-interval-s", g_args.crash_interval_s,
+                    "[chaos] seconds between crash rolls");
+  g_cmd->add_option("--crash-probability", g_args.crash_probability,
+                    "[chaos] crash probability per roll");
+  g_cmd->add_option("--crash-manager", g_args.crash_manager,
+                    "[chaos] the manager crashes too (true|false)");
   AddExperimentCommand(app);
 }
 

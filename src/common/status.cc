@@ -4,18 +4,30 @@ namespace acan {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kTimeout: return "Timeout";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kPermissionDenied: return "PermissionDenied";
-    case StatusCode::kDataLoss: return "DataLoss";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kTimeout:
+      return "Timeout";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
+    case StatusCode::kDataLoss:
+      return "DataLoss";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

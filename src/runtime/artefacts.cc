@@ -51,10 +51,10 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
                 {"retransmit_reasons", p.retransmit_reasons}};
   double total_task_s = 0;
   for (const HandlerReport& h : run.handlers) total_task_s += h.busy_s + h.lost_s;
-  j["compute"] = {{"useful_task_s", p.useful_task_s},
-                  {"total_task_s", total_task_s},
-                  {"extra_compute_ratio",
-                   p.useful_task_s > 0 ? total_task_s / p.useful_task_s - 1 : 0.0}};
+  j["compute"] = {
+      {"useful_task_s", p.useful_task_s},
+      {"total_task_s", total_task_s},
+      {"extra_compute_ratio", p.useful_task_s > 0 ? total_task_s / p.useful_task_s - 1 : 0.0}};
   auto plan = nn::Plan::Create(job, p.task_size);
   j["updates"] = {{"shards", plan.ok() ? plan->shards().size() : 0},
                   {"versions_applied", p.versions_applied},
@@ -77,13 +77,16 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
   const ControllerSnapshot& c = run.controller;
   json decisions = json::array();
   for (const ControllerDecision& d : c.decisions) {
-    decisions.push_back({{"t_s", d.t_s}, {"completion_rate", d.completion_rate}, {"action", d.action},
-                         {"pouch", d.pouch}, {"task_size", d.task_size},
+    decisions.push_back({{"t_s", d.t_s},
+                         {"completion_rate", d.completion_rate},
+                         {"action", d.action},
+                         {"pouch", d.pouch},
+                         {"task_size", d.task_size},
                          {"timeout_scale", d.timeout_scale}});
   }
-  j["controller"] = {{"timeout_ms", c.timeouts_ms},       {"mean_timeout_ms", c.mean_timeout_ms},
-                     {"task_size", p.task_size},          {"pouch", c.pouch},
-                     {"handler_pouch", run.pouch},        {"completion_rate", c.completion_rate},
+  j["controller"] = {{"timeout_ms", c.timeouts_ms}, {"mean_timeout_ms", c.mean_timeout_ms},
+                     {"task_size", p.task_size},    {"pouch", c.pouch},
+                     {"handler_pouch", run.pouch},  {"completion_rate", c.completion_rate},
                      {"decisions", decisions}};
   auto quantiles = [](std::vector<double> v) {
     json q = {{"count", v.size()}, {"median_ms", nullptr}, {"p95_ms", nullptr}};
@@ -113,7 +116,8 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
   std::ofstream out(path);
   size_t handlers = run.handlers.size();
   out << "t_s,samples_per_s,step,task_size,pouch,completion_rate,mean_timeout_ms";
-  for (size_t h = 0; h < handlers; ++h) out << ",h" << h << "_tasks,h" << h << "_work_s,h" << h << "_speed";
+  for (size_t h = 0; h < handlers; ++h)
+    out << ",h" << h << "_tasks,h" << h << "_work_s,h" << h << "_speed";
   out << ",handler_crashes,manager_crashes,timeouts_ms\n";
   for (const MetricsRow& r : run.metrics) {
     out << fmt::format("{:.3f},{:.1f},{},{},{},{:.3f},{:.3f}", r.t_s, r.samples_per_s, r.step,

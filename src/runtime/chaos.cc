@@ -5,7 +5,9 @@
 namespace acan::runtime {
 
 Chaos::Chaos(ChaosOptions options, int handlers, ChaosActions actions)
-    : options_(std::move(options)), handlers_(handlers), actions_(std::move(actions)),
+    : options_(std::move(options)),
+      handlers_(handlers),
+      actions_(std::move(actions)),
       rng_(options_.seed) {}
 
 Chaos::~Chaos() { Stop(); }
@@ -16,7 +18,8 @@ void Chaos::Start() {
       actions_.set_speed(h, options_.speeds[size_t(h) % options_.speeds.size()]);
     }
   }
-  if (options_.speed_change_s > 0 || (options_.crash_interval_s > 0 && options_.crash_probability > 0)) {
+  if (options_.speed_change_s > 0 ||
+      (options_.crash_interval_s > 0 && options_.crash_probability > 0)) {
     thread_ = std::thread([this] { Loop(); });
   }
 }

@@ -1,8 +1,9 @@
 // Injected heterogeneity and faults for the experiments (DESIGN.md section 8): per-handler
 // slow-down factors that change at random every T seconds, and crashes of handlers and of the
 // manager: in every interval of T seconds each of them crashes with probability p, at a moment
-// of its own drawn at random in the interval (failures are independent). Seeded, so a schedule can be replayed. The
-// schedule runs on its own thread and acts through callbacks; it is stopped by Stop().
+// of its own drawn at random in the interval (failures are independent). Seeded, so a schedule can
+// be replayed. The schedule runs on its own thread and acts through callbacks; it is stopped by
+// Stop().
 #pragma once
 
 #include <atomic>

@@ -20,7 +20,8 @@ activation = "tanh"
 loss = "softmax_cross_entropy"
 [data]
 source = "synthetic"
-samples = )" + std::to_string(samples) + R"(
+samples = )" + std::to_string(samples) +
+                                R"(
 [train]
 epochs = 2
 batch = 16
@@ -29,7 +30,8 @@ momentum = 0.5
 seed = 5
 [partition]
 strategy = ")" + strategy + R"("
-task_size = )" + std::to_string(task_size) + "\n");
+task_size = )" + std::to_string(task_size) +
+                                "\n");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
   return *job;
 }

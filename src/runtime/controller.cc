@@ -148,7 +148,8 @@ int64_t InitialTaskSize(const std::vector<int64_t>& widths, bool tiles, int64_t 
   }
   double row_bytes = 0;  // activations and their gradients for one row
   for (int64_t w : widths) row_bytes += 8.0 * double(w);
-  return std::clamp<int64_t>(static_cast<int64_t>(budget / row_bytes), 1, std::max<int64_t>(1, batch));
+  return std::clamp<int64_t>(static_cast<int64_t>(budget / row_bytes), 1,
+                             std::max<int64_t>(1, batch));
 }
 
 }  // namespace acan::runtime

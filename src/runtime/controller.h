@@ -31,14 +31,14 @@ struct ControllerOptions {
   // SRTT + 4 RTTVAR is about twice the mean latency, so 2 gives the note's 3-5x the mean task
   // time; live claims keep a slow task from being sent again, so the timeout can stay tight.
   double multiplier = 2.0;
-  int handlers = 1;          // the pouch starts at 2-3x this
+  int handlers = 1;           // the pouch starts at 2-3x this
   int64_t initial_pouch = 0;  // 0: 2.5x handlers
   int64_t max_pouch = 0;      // 0: 8x handlers
   bool adapt_task_size = false;
-  int64_t task_size = 0;      // the starting task size (when adapting) or the fixed one
+  int64_t task_size = 0;  // the starting task size (when adapting) or the fixed one
   int64_t min_task_size = 1;
   int64_t max_task_size = 1 << 20;
-  size_t window = 64;         // dispatch outcomes in the completion-rate window
+  size_t window = 64;  // dispatch outcomes in the completion-rate window
 };
 
 struct ControllerDecision {

@@ -29,7 +29,8 @@ int64_t WallNs() {
 Status Handler::PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease,
                          bool replace) {
   ACAN_RETURN_IF_ERROR(space_->Put(
-      claim_key, Value::FromVector(std::vector<int64_t>{options_.incarnation, WallNs() + lease.count()})));
+      claim_key,
+      Value::FromVector(std::vector<int64_t>{options_.incarnation, WallNs() + lease.count()})));
   if (replace) (void)space_->Take(claim_key, 1, Deadline::Now());  // the oldest: the previous one
   return Status::Ok();
 }
@@ -38,12 +39,14 @@ Status Handler::Announce() {
   const std::string key = layout_.Alive(options_.id);
   auto old = space_->Take(key, 16, Deadline::Now());
   if (!old.ok() && !old.status().IsTimeout()) return old.status();
-  ACAN_RETURN_IF_ERROR(space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation})));
+  ACAN_RETURN_IF_ERROR(
+      space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation})));
   if (options_.incarnation > 1) {
     // Back after a crash: tell the manager at once, through the channel it waits on, that any
     // claim of an earlier incarnation of ours is dead.
     DoneMessage notice{0, options_.id, 0, ""};
-    ACAN_RETURN_IF_ERROR(space_->Put(layout_.RestartNotice(options_.id), EncodeDoneMessage(notice)));
+    ACAN_RETURN_IF_ERROR(
+        space_->Put(layout_.RestartNotice(options_.id), EncodeDoneMessage(notice)));
   }
   return Status::Ok();
 }
@@ -132,7 +135,8 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
         if (!PutClaim(claim, lease, true).ok()) return false;
         renew = Clock::now() + lease / 2;
       }
-      std::this_thread::sleep_until(std::min({until, renew, Clock::now() + std::chrono::milliseconds(5)}));
+      std::this_thread::sleep_until(
+          std::min({until, renew, Clock::now() + std::chrono::milliseconds(5)}));
     }
     exec = Clock::now() - start;
   }
@@ -145,8 +149,8 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string& out = m.spec.outputs[i];
-      std::string key = nn::Plan::IsStateKey(out) ? layout_.Proposal(out, m.spec.step)
-                                                  : layout_.Tensor(out);
+      std::string key =
+          nn::Plan::IsStateKey(out) ? layout_.Proposal(out, m.spec.step) : layout_.Tensor(out);
       Status put = space_->Put(key, Value::FromVector(std::move(outputs[i])));
       if (!put.ok()) return !put.IsCancelled();
     }

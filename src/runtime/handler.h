@@ -3,9 +3,10 @@
 // back. While it runs a task it holds a claim tuple (its incarnation and a lease end a few
 // expected task times ahead, renewed while a slow task runs), so the manager can tell a slow
 // task (a live claim: wait) from a lost one (no claim, a lapsed one, or one of an incarnation
-// that has since restarted: send again) long before a generous timeout would. It keeps no state the space does not also hold, so killing one loses only the tasks in
-// its hands, which the manager sends again when their deadlines pass.
-// One Handler runs on one thread; its HandlerStats may be read from any thread.
+// that has since restarted: send again) long before a generous timeout would. It keeps no state the
+// space does not also hold, so killing one loses only the tasks in its hands, which the manager
+// sends again when their deadlines pass. One Handler runs on one thread; its HandlerStats may be
+// read from any thread.
 #pragma once
 
 #include <atomic>
@@ -21,10 +22,10 @@
 namespace acan::runtime {
 
 struct HandlerStats {
-  std::atomic<int64_t> tasks{0};           // tasks run to completion and reported
-  std::atomic<int64_t> busy_ns{0};         // time spent running tasks (stretched by speed)
-  std::atomic<int64_t> work{0};  // work done: floats each task reads and writes (deterministic)
-  std::atomic<int64_t> lost_ns{0};         // work lost in crashes
+  std::atomic<int64_t> tasks{0};    // tasks run to completion and reported
+  std::atomic<int64_t> busy_ns{0};  // time spent running tasks (stretched by speed)
+  std::atomic<int64_t> work{0};     // work done: floats each task reads and writes (deterministic)
+  std::atomic<int64_t> lost_ns{0};  // work lost in crashes
   std::atomic<int64_t> crashes{0};
   std::atomic<int64_t> missing_inputs{0};  // tasks dropped because an input was gone
   std::atomic<int64_t> bad_tuples{0};      // undecodable task tuples

@@ -73,11 +73,20 @@ class ManagerSlot {
               const nn::Dataset& data, const RunOptions& options, Telemetry* telemetry,
               std::atomic<bool>* finished, std::atomic<bool>* stop_all,
               std::atomic<bool>* killed_once)
-      : id_(id), space_(space), layout_(layout), job_(job), data_(data), options_(options),
-        telemetry_(telemetry), finished_(finished), stop_all_(stop_all),
+      : id_(id),
+        space_(space),
+        layout_(layout),
+        job_(job),
+        data_(data),
+        options_(options),
+        telemetry_(telemetry),
+        finished_(finished),
+        stop_all_(stop_all),
         killed_once_(killed_once) {}
 
-  void Start() { thread_ = std::thread([this] { Loop(); }); }
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
   void Join() {
     if (thread_.joinable()) thread_.join();
   }
@@ -180,10 +189,15 @@ class HandlerSlot {
  public:
   HandlerSlot(Space* space, const Layout& layout, HandlerOptions options, const RunOptions& run,
               Telemetry* telemetry)
-      : space_(space), layout_(layout), options_(std::move(options)), run_(run),
+      : space_(space),
+        layout_(layout),
+        options_(std::move(options)),
+        run_(run),
         telemetry_(telemetry) {}
 
-  void Start() { thread_ = std::thread([this] { Loop(); }); }
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
   void Crash() { stop_.store(true); }
   void Stop() {
     finished_.store(true);
@@ -242,14 +256,12 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     ho.id = h;
     if (size_t(h) < options.capabilities.size()) ho.capabilities = options.capabilities[h];
     ho.pouch = &pouch;
-    handlers.push_back(
-        std::make_unique<HandlerSlot>(space.get(), layout, ho, options, &telemetry));
+    handlers.push_back(std::make_unique<HandlerSlot>(space.get(), layout, ho, options, &telemetry));
   }
   std::vector<std::unique_ptr<ManagerSlot>> slots;
   for (int m = 0; m < (options.standby ? 2 : 1); ++m) {
     slots.push_back(std::make_unique<ManagerSlot>(m, space.get(), layout, job, data, options,
-                                                  &telemetry, &finished, &stop_all,
-                                                  &killed_once));
+                                                  &telemetry, &finished, &stop_all, &killed_once));
   }
   Chaos chaos(options.chaos, options.handlers,
               ChaosActions{[&](int h, double speed) { handlers[h]->stats().speed.store(speed); },
@@ -319,8 +331,8 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   result.model = plan.ModelFromState([&](const std::string& key) {
     auto t = space->Read(layout.State(key, final_version));
     if (!t.ok() || !t->has_value()) {
-      missing = Status::DataLoss(fmt::format("final version {} of '{}' is not in the space",
-                                             final_version, key));
+      missing = Status::DataLoss(
+          fmt::format("final version {} of '{}' is not in the space", final_version, key));
       return std::vector<float>();
     }
     auto v = (*t)->value.As<float>();

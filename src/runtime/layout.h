@@ -1,13 +1,13 @@
 // Where a job's tuples live in the space. Every key starts with the job's token, so several
 // jobs can share one space and a handler's pattern names exactly the tasks it may run:
 //
-//   <job>.task.<type>.<task key>       a task to run (type: forward|activation|loss|backward|update)
-//   <job>.t.<tensor key>               a step's tensor (inputs, activations, gradients, metrics)
-//   <job>.p.<state key>.v<version>     a parameter or velocity shard at a version
-//   <job>.u.<state key>.s<step>        an update's proposed next version, applied by the manager
-//   <job>.done.<task key>              a handler's report that a task ran
-//   <job>.claim.<task key>.h<id>       handler <id> is running the task (incarnation, lease end)
-//   <job>.alive.h<id>                  the current incarnation of handler <id>
+//   <job>.task.<type>.<task key>       a task to run (type:
+//   forward|activation|loss|backward|update) <job>.t.<tensor key>               a step's tensor
+//   (inputs, activations, gradients, metrics) <job>.p.<state key>.v<version>     a parameter or
+//   velocity shard at a version <job>.u.<state key>.s<step>        an update's proposed next
+//   version, applied by the manager <job>.done.<task key>              a handler's report that a
+//   task ran <job>.claim.<task key>.h<id>       handler <id> is running the task (incarnation,
+//   lease end) <job>.alive.h<id>                  the current incarnation of handler <id>
 //   <job>.m.state                      the manager's progress (restart point)
 //   <job>.m.lease                      the single lease token: who manages the job, until when
 //
@@ -54,7 +54,9 @@ class Layout {
   std::string RestartNotice(int handler) const {
     return job_ + ".done.restarted.h" + std::to_string(handler);
   }
-  bool IsRestartNotice(std::string_view task_key) const { return task_key.starts_with("restarted."); }
+  bool IsRestartNotice(std::string_view task_key) const {
+    return task_key.starts_with("restarted.");
+  }
   // The task key of a done tuple's key.
   std::string_view TaskKeyOfDone(std::string_view done_key) const {
     return done_key.substr(job_.size() + 6);

@@ -57,8 +57,8 @@ Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn
         c.adapt_task_size = options_.adapt_task_size;
         return c;
       }()) {
-  batcher_ = std::make_unique<nn::Batcher>(data_, job_->train.batch, job_->data.shuffle,
-                                           job_->train.seed);
+  batcher_ =
+      std::make_unique<nn::Batcher>(data_, job_->train.batch, job_->data.shuffle, job_->train.seed);
   total_steps_ = batcher_->BatchesPerEpoch() * job_->train.epochs;
 }
 
@@ -113,8 +113,9 @@ Status Manager::AcquireLease(const std::atomic<bool>& crash) {
         ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(token->value));
         if (m.expires_ms < NowMs() || m.owner == options_.owner) {
           lease_expires_ = std::chrono::system_clock::now() + options_.lease;
-          ACAN_RETURN_IF_ERROR(space_->Put(
-              layout_.Lease(), EncodeLeaseMessage({options_.owner, NowMs() + options_.lease.count()})));
+          ACAN_RETURN_IF_ERROR(
+              space_->Put(layout_.Lease(),
+                          EncodeLeaseMessage({options_.owner, NowMs() + options_.lease.count()})));
           lease_renew_at_ = Clock::now() + options_.lease / 3;
           took_over_ = !m.owner.empty() && m.owner != options_.owner;
           return Status::Ok();
@@ -154,11 +155,12 @@ Status Manager::RenewLease() {
 Status Manager::LoadState() {
   ACAN_ASSIGN_OR_RETURN(progress_, ReadProgress(space_, layout_));
   progress_.total_steps = total_steps_;
-  if (progress_.epochs.size() < size_t(job_->train.epochs)) progress_.epochs.resize(job_->train.epochs);
+  if (progress_.epochs.size() < size_t(job_->train.epochs))
+    progress_.epochs.resize(job_->train.epochs);
   int64_t task_size = progress_.task_size > 0 ? progress_.task_size : options_.task_size;
   if (options_.adapt_task_size && progress_.task_size <= 0) {
-    task_size = InitialTaskSize(job_->model.layers, job_->partition.strategy == nn::Strategy::kTiles,
-                                job_->train.batch);
+    task_size = InitialTaskSize(
+        job_->model.layers, job_->partition.strategy == nn::Strategy::kTiles, job_->train.batch);
   }
   plan_ = &PlanFor(task_size);
   progress_.task_size = plan_->task_size();
@@ -182,8 +184,8 @@ Status Manager::LoadState() {
         best = std::max(best, n);
       }
       if (best < 0) {
-        return Status::DataLoss(fmt::format("job '{}': no version of shard '{}' in the space",
-                                            layout_.job(), key));
+        return Status::DataLoss(
+            fmt::format("job '{}': no version of shard '{}' in the space", layout_.job(), key));
       }
       version_[key] = best;
     }
@@ -401,7 +403,8 @@ Status Manager::OnDone(const Tuple& tuple) {
   progress_.completed++;
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
   progress_.useful_task_s += double(msg->exec_ns) / 1e9;
-  if (t.attempt == 1) controller_.Observe(t.spec, duration_cast<nanoseconds>(Clock::now() - t.sent_at));
+  if (t.attempt == 1)
+    controller_.Observe(t.spec, duration_cast<nanoseconds>(Clock::now() - t.sent_at));
   for (const std::string& out : t.spec.outputs) {
     if (nn::Plan::IsStateKey(out)) {
       Status applied = ApplyUpdate(out, st.step);
@@ -429,7 +432,8 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
   auto proposal = space_->Take(layout_.Proposal(key, step), 64, Deadline::Now());
   if (!proposal.ok()) {
     if (proposal.status().IsTimeout()) {
-      return Status::NotFound(fmt::format("the update of '{}' at step {} is not in the space", key, step));
+      return Status::NotFound(
+          fmt::format("the update of '{}' at step {} is not in the space", key, step));
     }
     return proposal.status();
   }
@@ -497,10 +501,11 @@ Status Manager::CheckDeadlines() {
         continue;
       }
       controller_.Backoff(t.spec);
-      ACAN_RETURN_IF_ERROR(Dispatch(st, t, claim == Claim::kNone     ? "timeout"
-                                           : claim == Claim::kStale  ? "handler-restarted"
-                                           : claim == Claim::kLapsed ? "claim-lapsed"
-                                                                     : "hung"));
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t,
+                                    claim == Claim::kNone     ? "timeout"
+                                    : claim == Claim::kStale  ? "handler-restarted"
+                                    : claim == Claim::kLapsed ? "claim-lapsed"
+                                                              : "hung"));
     }
   }
   return Status::Ok();
@@ -580,7 +585,8 @@ Result<nn::Model> Manager::ModelAt(const nn::Plan& plan, int64_t version) {
   nn::Model m = plan.ModelFromState([&](const std::string& key) {
     auto t = space_->Read(layout_.State(key, version));
     if (!t.ok() || !t->has_value()) {
-      missing = Status::DataLoss(fmt::format("version {} of '{}' is not in the space", version, key));
+      missing =
+          Status::DataLoss(fmt::format("version {} of '{}' is not in the space", version, key));
       return std::vector<float>();
     }
     auto v = (*t)->value.As<float>();

@@ -121,7 +121,7 @@ class Manager {
   Controller controller_;
   std::unique_ptr<nn::Batcher> batcher_;
   std::map<int64_t, nn::Plan> plans_;  // by task size
-  const nn::Plan* plan_ = nullptr;      // the plan new steps use
+  const nn::Plan* plan_ = nullptr;     // the plan new steps use
   int64_t total_steps_ = 0;
 
   Progress progress_;                                 // persisted in the state tuple
@@ -129,7 +129,7 @@ class Manager {
   std::map<int64_t, ActiveStep> active_;
   std::unordered_map<std::string, std::pair<int64_t, size_t>> task_index_;  // key -> step, index
   int64_t next_admit_ = 0;
-  int64_t in_flight_ = 0;                          // sent, not yet done
+  int64_t in_flight_ = 0;                         // sent, not yet done
   std::deque<std::pair<int64_t, size_t>> ready_;  // fresh tasks waiting for room in the pouch
   int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
   bool took_over_ = false;

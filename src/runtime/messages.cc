@@ -51,12 +51,14 @@ class Reader {
     uint32_t m = 0;
     ACAN_RETURN_IF_ERROR(Pod(&m));
     if (m != want) {
-      return Status::DataLoss(fmt::format("{} tuple has magic {:#x}, expected {:#x}", what_, m, want));
+      return Status::DataLoss(
+          fmt::format("{} tuple has magic {:#x}, expected {:#x}", what_, m, want));
     }
     return Status::Ok();
   }
   Status End() {
-    if (!p_.empty()) return Status::DataLoss(fmt::format("{} tuple has {} trailing bytes", what_, p_.size()));
+    if (!p_.empty())
+      return Status::DataLoss(fmt::format("{} tuple has {} trailing bytes", what_, p_.size()));
     return Status::Ok();
   }
 

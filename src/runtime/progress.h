@@ -18,17 +18,17 @@ struct EpochTotals {
 };
 
 struct Progress {
-  int64_t next_step = 0;    // every step before this one is applied
+  int64_t next_step = 0;  // every step before this one is applied
   int64_t total_steps = 0;
   bool finished = false;
   int64_t dispatched = 0;
   int64_t completed = 0;
   int64_t retransmitted = 0;
   int64_t duplicates_discarded = 0;
-  int64_t deadlines_extended = 0;  // deadlines passed while a live handler held the task
-  std::map<std::string, int64_t> by_type;             // completed tasks per type
+  int64_t deadlines_extended = 0;          // deadlines passed while a live handler held the task
+  std::map<std::string, int64_t> by_type;  // completed tasks per type
   std::map<std::string, int64_t> retransmit_reasons;  // reason -> count
-  double useful_task_s = 0;                            // first completions only
+  double useful_task_s = 0;                           // first completions only
   int64_t versions_applied = 0;
   int64_t gaps = 0;     // an update found its shard behind the step (must stay 0)
   int64_t repeats = 0;  // a version applied twice (must stay 0)

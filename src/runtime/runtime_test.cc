@@ -22,15 +22,19 @@ activation = "tanh"
 loss = "mse"
 [data]
 source = "synthetic"
-samples = )" + std::to_string(samples) + R"(
+samples = )" + std::to_string(samples) +
+                     R"(
 [train]
 epochs = 2
-batch = )" + std::to_string(batch) + R"(
+batch = )" + std::to_string(batch) +
+                     R"(
 lr = 0.05
 seed = 7
 [partition]
-strategy = ")" + strategy + R"("
-task_size = )" + std::to_string(task_size) + "\n" + extra;
+strategy = ")" + strategy +
+                     R"("
+task_size = )" + std::to_string(task_size) +
+                     "\n" + extra;
   auto job = nn::ParseJobString(text);
   EXPECT_TRUE(job.ok()) << job.status().ToString();
   return *job;

@@ -4,15 +4,15 @@ namespace acan {
 
 FaultSpace::FaultSpace(std::unique_ptr<Space> inner, FaultOptions options,
                        std::shared_ptr<FaultCounts> counts)
-    : inner_(std::move(inner)), options_(std::move(options)), counts_(std::move(counts)),
+    : inner_(std::move(inner)),
+      options_(std::move(options)),
+      counts_(std::move(counts)),
       rng_(options_.seed) {
   for (const std::string& p : options_.patterns) patterns_.push_back(Pattern::Parse(p).value());
   delivery_ = std::thread([this] { DeliverDelayed(); });
 }
 
-FaultSpace::~FaultSpace() {
-  Close();
-}
+FaultSpace::~FaultSpace() { Close(); }
 
 Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   bool hit = patterns_.empty();
@@ -22,7 +22,8 @@ Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   {
     std::lock_guard lock(mu_);
     roll = std::uniform_real_distribution<double>(0, 1)(rng_);
-    if (roll < options_.delay + options_.drop + options_.duplicate && roll >= options_.drop + options_.duplicate) {
+    if (roll < options_.delay + options_.drop + options_.duplicate &&
+        roll >= options_.drop + options_.duplicate) {
       counts_->delayed.fetch_add(1);
       delayed_.push({Clock::now() + options_.delay_by, std::move(key), std::move(value)});
       delayed_cv_.notify_one();

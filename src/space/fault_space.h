@@ -20,9 +20,9 @@ namespace acan {
 
 struct FaultOptions {
   std::vector<std::string> patterns;  // keys whose puts may be hit; empty: every key
-  double drop = 0;       // probability a put is lost (it still reports OK)
-  double duplicate = 0;  // probability a put is stored twice
-  double delay = 0;      // probability a put is stored only after `delay_by`
+  double drop = 0;                    // probability a put is lost (it still reports OK)
+  double duplicate = 0;               // probability a put is stored twice
+  double delay = 0;                   // probability a put is stored only after `delay_by`
   std::chrono::milliseconds delay_by{5};
   uint64_t seed = 1;
 };
@@ -74,7 +74,7 @@ class FaultSpace final : public Space {
   std::vector<Pattern> patterns_;
   std::shared_ptr<FaultCounts> counts_;
   std::mutex mu_;
-  std::mt19937_64 rng_;  // GUARDED_BY(mu_)
+  std::mt19937_64 rng_;                                                         // GUARDED_BY(mu_)
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;  // GUARDED_BY(mu_)
   std::condition_variable delayed_cv_;
   bool closing_ = false;  // GUARDED_BY(mu_)

@@ -20,8 +20,8 @@ Status Subject::Split(std::string_view text, bool wildcards, Subject* out) {
   };
   if (text.empty()) return bad(0, "empty; a key has 1 to 32 dot-separated tokens");
   if (text.size() > kMaxKeyBytes) {
-    return bad(kMaxKeyBytes, fmt::format("longer than {} bytes ({} bytes)", kMaxKeyBytes,
-                                         text.size()));
+    return bad(kMaxKeyBytes,
+               fmt::format("longer than {} bytes ({} bytes)", kMaxKeyBytes, text.size()));
   }
   uint8_t count = 0;
   size_t start = 0;

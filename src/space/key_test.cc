@@ -20,9 +20,9 @@ TEST(KeyTest, RejectsBadKeysWithPosition) {
     const char* expect;
   };
   const Bad cases[] = {
-      {"", "byte 0"},         {".a", "byte 0"},       {"a.", "byte 2"},
-      {"a..b", "byte 2"},     {"a.b c", "byte 3"},    {"a.*", "wildcard '*'"},
-      {"a.>", "wildcard '>'"}, {"a.é", "byte 2"},    {"a/b", "byte 1"},
+      {"", "byte 0"},          {".a", "byte 0"},    {"a.", "byte 2"},
+      {"a..b", "byte 2"},      {"a.b c", "byte 3"}, {"a.*", "wildcard '*'"},
+      {"a.>", "wildcard '>'"}, {"a.é", "byte 2"},   {"a/b", "byte 1"},
   };
   for (const Bad& c : cases) {
     auto k = Key::Parse(c.text);

@@ -34,12 +34,18 @@ uint64_t LatencyHistogram::QuantileNs(double q) const {
 
 std::string_view SpaceOpName(SpaceOp op) {
   switch (op) {
-    case SpaceOp::kPut: return "put";
-    case SpaceOp::kRead: return "read";
-    case SpaceOp::kGet: return "get";
-    case SpaceOp::kTake: return "take";
-    case SpaceOp::kReadAll: return "read_all";
-    case SpaceOp::kCount: break;
+    case SpaceOp::kPut:
+      return "put";
+    case SpaceOp::kRead:
+      return "read";
+    case SpaceOp::kGet:
+      return "get";
+    case SpaceOp::kTake:
+      return "take";
+    case SpaceOp::kReadAll:
+      return "read_all";
+    case SpaceOp::kCount:
+      break;
   }
   return "unknown";
 }

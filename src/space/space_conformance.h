@@ -38,15 +38,31 @@ struct MatchCase {
   bool matches;
 };
 inline constexpr MatchCase kMatchCases[] = {
-    {"a", "a", true},           {"a", "b", false},         {"a.b", "a.b", true},
-    {"a.b", "a", false},        {"a", "a.b", false},       {"a.*", "a.b", true},
-    {"a.*", "a", false},        {"a.*", "a.b.c", false},   {"*.b", "a.b", true},
-    {"*.b", "a.c", false},      {"a.*.c", "a.x.c", true},  {"a.*.c", "a.x.d", false},
-    {"a.>", "a.b", true},       {"a.>", "a.b.c.d", true},  {"a.>", "a", false},
-    {">", "a", true},           {">", "a.b.c", true},      {"*", "a", true},
-    {"*", "a.b", false},        {"*.*", "a.b", true},      {"a.*.>", "a.b.c", true},
-    {"a.*.>", "a.b", false},    {"task.fwd.>", "task.bwd.1", false},
-    {"A-b_9.*", "A-b_9.x", true}, {"a.b", "a.B", false},
+    {"a", "a", true},
+    {"a", "b", false},
+    {"a.b", "a.b", true},
+    {"a.b", "a", false},
+    {"a", "a.b", false},
+    {"a.*", "a.b", true},
+    {"a.*", "a", false},
+    {"a.*", "a.b.c", false},
+    {"*.b", "a.b", true},
+    {"*.b", "a.c", false},
+    {"a.*.c", "a.x.c", true},
+    {"a.*.c", "a.x.d", false},
+    {"a.>", "a.b", true},
+    {"a.>", "a.b.c.d", true},
+    {"a.>", "a", false},
+    {">", "a", true},
+    {">", "a.b.c", true},
+    {"*", "a", true},
+    {"*", "a.b", false},
+    {"*.*", "a.b", true},
+    {"a.*.>", "a.b.c", true},
+    {"a.*.>", "a.b", false},
+    {"task.fwd.>", "task.bwd.1", false},
+    {"A-b_9.*", "A-b_9.x", true},
+    {"a.b", "a.B", false},
 };
 
 TYPED_TEST_P(SpaceConformance, MatchingRules) {
@@ -160,7 +176,8 @@ TYPED_TEST_P(SpaceConformance, BackPressureUntilDeadlineThenRoom) {
 
 TYPED_TEST_P(SpaceConformance, BulkTakeAndReadAll) {
   auto s = this->Open();
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(s->Put("job.t." + std::to_string(i), this->V(std::to_string(i))).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(s->Put("job.t." + std::to_string(i), this->V(std::to_string(i))).ok());
   ASSERT_TRUE(s->Put("job.x", this->V("x")).ok());
   auto all = s->ReadAll("job.t.*");
   ASSERT_TRUE(all.ok());

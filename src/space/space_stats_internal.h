@@ -21,10 +21,17 @@ class StatsRecorder {
     latency_[i][std::min(bucket, LatencyHistogram::kBuckets - 1)].fetch_add(
         1, std::memory_order_relaxed);
     switch (status.code()) {
-      case StatusCode::kOk: break;
-      case StatusCode::kTimeout: timeouts_.fetch_add(1, std::memory_order_relaxed); break;
-      case StatusCode::kCancelled: cancelled_.fetch_add(1, std::memory_order_relaxed); break;
-      default: rejected_.fetch_add(1, std::memory_order_relaxed); break;
+      case StatusCode::kOk:
+        break;
+      case StatusCode::kTimeout:
+        timeouts_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case StatusCode::kCancelled:
+        cancelled_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      default:
+        rejected_.fetch_add(1, std::memory_order_relaxed);
+        break;
     }
   }
   void CountTaken(size_t n) { taken_.fetch_add(n, std::memory_order_relaxed); }

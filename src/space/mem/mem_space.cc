@@ -56,9 +56,9 @@ Status MemSpace::Put(Key key, Value value, Deadline deadline) {
     const size_t max_total = options_.max_total_bytes;
     if (max_total != 0 && bytes_ + size > max_total) {
       if (size > max_total) {
-        return done(Status::ResourceExhausted(fmt::format(
-            "value for key '{}' is {} bytes, over the space's max_total_bytes of {}", key.str(),
-            size, max_total)));
+        return done(Status::ResourceExhausted(
+            fmt::format("value for key '{}' is {} bytes, over the space's max_total_bytes of {}",
+                        key.str(), size, max_total)));
       }
       ++room_waiters_;
       while (!closed_ && bytes_ + size > max_total) {
@@ -101,7 +101,9 @@ namespace {
 // picked up without one. At most half the cores spin at once (none on a single core): with more
 // waiting threads than cores, spinning would only take the CPU from the threads doing the work.
 constexpr int kSpinIterations = 1024;
-const int kMaxSpinners = getenv("ACAN_SPIN") ? atoi(getenv("ACAN_SPIN")) : static_cast<int>(std::thread::hardware_concurrency() / 2);
+const int kMaxSpinners = getenv("ACAN_SPIN")
+                             ? atoi(getenv("ACAN_SPIN"))
+                             : static_cast<int>(std::thread::hardware_concurrency() / 2);
 std::atomic<int> g_spinners{0};
 
 inline void CpuRelax() {
@@ -123,9 +125,9 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
       return Status::Ok();
     }
     if (deadline.expired()) {
-      return Status::Timeout(fmt::format(
-          "{}: no tuple matching '{}' in space '{}' before the deadline", SpaceOpName(op),
-          pattern.str(), uri_));
+      return Status::Timeout(
+          fmt::format("{}: no tuple matching '{}' in space '{}' before the deadline",
+                      SpaceOpName(op), pattern.str(), uri_));
     }
     if (!spun && g_spinners.fetch_add(1, std::memory_order_relaxed) < kMaxSpinners) {
       spun = true;
@@ -176,9 +178,8 @@ Result<std::vector<Tuple>> MemSpace::Take(const Pattern& pattern, size_t max_cou
                                           Deadline deadline) {
   const auto start = Clock::now();
   if (max_count == 0) {
-    Status s = Status::InvalidArgument(
-        fmt::format("take from '{}' with pattern '{}': max_count must be at least 1", uri_,
-                    pattern.str()));
+    Status s = Status::InvalidArgument(fmt::format(
+        "take from '{}' with pattern '{}': max_count must be at least 1", uri_, pattern.str()));
     stats_.Record(SpaceOp::kTake, start, s);
     return s;
   }

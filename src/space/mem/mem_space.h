@@ -43,8 +43,8 @@ class MemSpace final : public Space {
   struct Waiter : std::enable_shared_from_this<Waiter> {
     const Pattern* pattern = nullptr;
     std::condition_variable cv;
-    bool signaled = false;                         // GUARDED_BY(mu_)
-    Waiter* prev = nullptr;                        // GUARDED_BY(mu_): the waiter list
+    bool signaled = false;   // GUARDED_BY(mu_)
+    Waiter* prev = nullptr;  // GUARDED_BY(mu_): the waiter list
     Waiter* next = nullptr;
   };
   // A waiter for the calling thread, reused when no putter still holds it.
@@ -63,15 +63,15 @@ class MemSpace final : public Space {
   const std::string uri_;
   const SpaceOptions options_;
   mutable std::mutex mu_;
-  TupleIndex index_;               // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;             // GUARDED_BY(mu_)
-  bool closed_ = false;            // GUARDED_BY(mu_)
+  TupleIndex index_;                // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;              // GUARDED_BY(mu_)
+  bool closed_ = false;             // GUARDED_BY(mu_)
   Waiter* waiters_head_ = nullptr;  // GUARDED_BY(mu_); oldest first
   Waiter* waiters_tail_ = nullptr;  // GUARDED_BY(mu_)
-  std::condition_variable room_;   // signalled when bytes are freed or on close
-  int room_waiters_ = 0;           // GUARDED_BY(mu_)
-  std::atomic<uint64_t> puts_{0};  // written under mu_, read by spinning getters without it
-  StatsRecorder stats_;            // lock-free
+  std::condition_variable room_;    // signalled when bytes are freed or on close
+  int room_waiters_ = 0;            // GUARDED_BY(mu_)
+  std::atomic<uint64_t> puts_{0};   // written under mu_, read by spinning getters without it
+  StatsRecorder stats_;             // lock-free
 };
 
 // Registers the "mem" scheme; called once by the registry.

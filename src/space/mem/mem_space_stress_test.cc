@@ -74,7 +74,8 @@ TEST(MemSpaceStressTest, BlockingGettersAndCloseUnderLoad) {
       }
     });
   }
-  for (int i = 0; i < 20000; ++i) ASSERT_TRUE(space.Put("x." + std::to_string(i % 7), Value()).ok());
+  for (int i = 0; i < 20000; ++i)
+    ASSERT_TRUE(space.Put("x." + std::to_string(i % 7), Value()).ok());
   while (space.Stats().tuples > 0) std::this_thread::sleep_for(1ms);
   space.Close();
   for (auto& t : getters) t.join();

@@ -51,10 +51,10 @@ TEST(MemSpaceTest, BadUrisAreClearErrors) {
 
 TEST(MemSpaceTest, RegistryRefusesDuplicateScheme) {
   ASSERT_TRUE(OpenSpace("mem:").ok());  // built-ins are registered
-  Status s = RegisterSpaceScheme("mem", [](std::string_view, const SpaceOptions&)
-                                            -> Result<std::unique_ptr<Space>> {
-    return Status::Internal("unused");
-  });
+  Status s = RegisterSpaceScheme(
+      "mem", [](std::string_view, const SpaceOptions&) -> Result<std::unique_ptr<Space>> {
+        return Status::Internal("unused");
+      });
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
 }
 
