@@ -326,19 +326,8 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   result.recovery = telemetry.recovery();
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, result.progress.task_size));
-  const int64_t final_version = result.progress.total_steps;
-  Status missing;
-  result.model = plan.ModelFromState([&](const std::string& key) {
-    auto t = space->Read(layout.State(key, final_version));
-    if (!t.ok() || !t->has_value()) {
-      missing = Status::DataLoss(
-          fmt::format("final version {} of '{}' is not in the space", final_version, key));
-      return std::vector<float>();
-    }
-    auto v = (*t)->value.As<float>();
-    return std::vector<float>(v.begin(), v.end());
-  });
-  ACAN_RETURN_IF_ERROR(missing);
+  ACAN_ASSIGN_OR_RETURN(result.model,
+                        ReadModel(space.get(), layout, plan, result.progress.total_steps));
   for (int h = 0; h < options.handlers; ++h) {
     HandlerStats& st = handlers[h]->stats();
     HandlerReport r;

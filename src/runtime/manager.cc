@@ -573,17 +573,18 @@ Status Manager::FinalizeSteps() {
     active_.erase(active_.begin());
     if (options_.on_step) options_.on_step(progress_, controller_.Snapshot());
     if (options_.on_epoch_end && (finished_step + 1) % batcher_->BatchesPerEpoch() == 0) {
-      ACAN_ASSIGN_OR_RETURN(nn::Model model, ModelAt(*plan, finished_step + 1));
+      ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan, finished_step + 1));
       options_.on_epoch_end(epoch, model);
     }
   }
   return Status::Ok();
 }
 
-Result<nn::Model> Manager::ModelAt(const nn::Plan& plan, int64_t version) {
+Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
+                            int64_t version) {
   Status missing;
   nn::Model m = plan.ModelFromState([&](const std::string& key) {
-    auto t = space_->Read(layout_.State(key, version));
+    auto t = space->Read(layout.State(key, version));
     if (!t.ok() || !t->has_value()) {
       missing =
           Status::DataLoss(fmt::format("version {} of '{}' is not in the space", version, key));

@@ -108,8 +108,6 @@ class Manager {
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
   Clock::time_point NextWake() const;
-  // The model whose shards are at `version` (every shard must still hold it).
-  Result<nn::Model> ModelAt(const nn::Plan& plan, int64_t version);
   int64_t MinVersion() const;
   const nn::Plan& PlanFor(int64_t task_size);
 
@@ -136,5 +134,9 @@ class Manager {
   Clock::time_point lease_renew_at_;
   std::chrono::system_clock::time_point lease_expires_;
 };
+
+// The model whose shards are at `version` in the space (DataLoss when a shard lacks it).
+Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
+                            int64_t version);
 
 }  // namespace acan::runtime

@@ -101,9 +101,7 @@ namespace {
 // picked up without one. At most half the cores spin at once (none on a single core): with more
 // waiting threads than cores, spinning would only take the CPU from the threads doing the work.
 constexpr int kSpinIterations = 1024;
-const int kMaxSpinners = getenv("ACAN_SPIN")
-                             ? atoi(getenv("ACAN_SPIN"))
-                             : static_cast<int>(std::thread::hardware_concurrency() / 2);
+const int kMaxSpinners = static_cast<int>(std::thread::hardware_concurrency() / 2);
 std::atomic<int> g_spinners{0};
 
 inline void CpuRelax() {
