@@ -101,6 +101,12 @@ int main(int argc, char** argv) {
     o.standby = false;
     auto run = Check(runtime::RunJob(job, data, init, o));
     run_sha = nn::ModelSha256(run.model);
+    if (round == 1) {
+      for (const auto& h : run.handlers) {
+        std::printf("  handler %d: %lld tasks, busy %.2f s of %.2f s (%.0f%%)\n", h.id,
+                    (long long)h.tasks, h.busy_s, run.wall_s, 100 * h.busy_s / run.wall_s);
+      }
+    }
     ref_rate = double(data.rows) / ref_s;
     run_rate = double(data.rows) / run.wall_s;
     o.window = 2;  // the next step's micro-batches overlap this step's updates

@@ -40,6 +40,7 @@ struct Case {
   std::string strategy;
   int64_t task_size;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.strategy << "/" << c.task_size; }
 
 class ChaosTest : public ::testing::TestWithParam<Case> {};
 
