@@ -305,16 +305,17 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     metrics.push_back(std::move(row));
   };
   while (!finished.load() && !stop_all.load()) {
-    std::this_thread::sleep_for(milliseconds(5));
+    std::this_thread::sleep_for(milliseconds(1));
     if (Clock::now() >= next_sample) {
       sample();
       next_sample += options.metrics_interval;
     }
   }
+  // The run is over when the last step is applied: what follows is shutting down.
+  const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   chaos.Stop();
   for (auto& s : slots) s->Stop();
   for (auto& s : slots) s->Join();
-  const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   sample();
   for (auto& h : handlers) h->Stop();
   for (auto& h : handlers) h->Join();
