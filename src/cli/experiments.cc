@@ -133,10 +133,10 @@ int Adaptivity(const std::string& out, bool quick) {
   const int64_t epochs = quick ? 1 : 2;
   std::printf(
       "adaptivity: a handler per core, speed factors 1:5:10 given out at random every %g s; "
-      "MLP 784-256-256-10, batch 64 in micro-batches of 8, window 2%s\n",
+      "MLP 784-256-256-10, batch 64 in micro-batches of 8, window 4%s\n",
       change_s, quick ? " (quick)" : "");
   // The single-handler rate at full speed, measured now, on the same work.
-  auto calib_job = Parse(MlpJob(quick ? 4096 : 16384, 1, 2), "adaptivity calibration");
+  auto calib_job = Parse(MlpJob(quick ? 4096 : 16384, 1, 4), "adaptivity calibration");
   if (!calib_job.ok()) return Fail(calib_job.status());
   runtime::RunOptions calib = OptionsFromJob(*calib_job);
   calib.handlers = 1;
