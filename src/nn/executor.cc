@@ -109,12 +109,29 @@ void RunUpdate(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
     }
     g = g_sum.data();
   } else if (t.parts > 1) {
-    g_sum.assign(in[1].begin(), in[1].end());
-    for (int p = 1; p < t.parts; ++p) {
-      const float* gp = in[1 + p].data();
-      for (int64_t i = 0; i < n; ++i) g_sum[i] += gp[i];
+    // Sum the micro-batch gradients in input order and step, element by element, in one pass
+    // over memory (the same additions in the same order as summing whole tensors first).
+    const float* v = t.momentum > 0 ? in[1 + t.parts].data() : nullptr;
+    float* v_out = nullptr;
+    if (v != nullptr) {
+      (*out)[1].resize(n);
+      v_out = (*out)[1].data();
     }
-    g = g_sum.data();
+    const float* wi = in[0].data();
+    float* wo = w.data();
+    const float lr = t.lr, m = t.momentum;
+    constexpr int64_t kChunk = 1024;  // a chunk of the sum stays in L1
+    float acc[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t len = std::min(kChunk, n - i0);
+      std::copy_n(in[1].data() + i0, len, acc);
+      for (int p = 1; p < t.parts; ++p) {
+        const float* gp = in[1 + p].data() + i0;
+        for (int64_t i = 0; i < len; ++i) acc[i] += gp[i];
+      }
+      SgdUpdate(wi + i0, acc, v ? v + i0 : nullptr, lr, m, len, wo + i0, v_out ? v_out + i0 : nullptr);
+    }
+    return;
   }
   if (t.momentum > 0) {
     std::vector<float>& v = (*out)[1];

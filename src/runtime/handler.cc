@@ -118,8 +118,11 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
       double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
   const std::string claim = layout_.Claim(m.spec.key, options_.id);
   if (!PutClaim(claim, lease, false).ok()) return false;
-  const auto start = Clock::now();
   std::vector<std::vector<float>> outputs;
+  if (options_.buffers) {
+    for (int64_t n : nn::OutputSizes(m.spec)) outputs.push_back(options_.buffers->Get(size_t(n)));
+  }
+  const auto start = Clock::now();
   Status s = nn::ExecuteTask(m.spec, spans, &outputs);
   auto exec = Clock::now() - start;
   double& smoothed = exec_ns_[static_cast<int>(m.spec.op)];
@@ -151,7 +154,9 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
       const std::string& out = m.spec.outputs[i];
       std::string key =
           nn::Plan::IsStateKey(out) ? layout_.Proposal(out, m.spec.step) : layout_.Tensor(out);
-      Status put = space_->Put(key, Value::FromVector(std::move(outputs[i])));
+      Value value = options_.buffers ? options_.buffers->Wrap(std::move(outputs[i]))
+                                     : Value::FromVector(std::move(outputs[i]));
+      Status put = space_->Put(key, std::move(value));
       if (!put.ok()) return !put.IsCancelled();
     }
   } else {

@@ -17,6 +17,7 @@
 
 #include "acan/space.h"
 #include "nn/task.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/layout.h"
 
 namespace acan::runtime {
@@ -43,6 +44,8 @@ struct HandlerOptions {
   const std::atomic<int>* pouch = nullptr;  // null: 1
   // How often a blocked take wakes to look at `stop`.
   std::chrono::milliseconds poll{50};
+  // Where output buffers come from and go back to; null: fresh buffers every time.
+  std::shared_ptr<BufferPool> buffers;
 };
 
 class Handler {

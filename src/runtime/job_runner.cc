@@ -250,12 +250,14 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   Telemetry telemetry;
   std::atomic<bool> finished{false}, stop_all{false}, killed_once{false};
   std::atomic<int> pouch{options.pouch};
+  auto buffers = std::make_shared<BufferPool>(size_t{512} << 20);
   std::vector<std::unique_ptr<HandlerSlot>> handlers;
   for (int h = 0; h < options.handlers; ++h) {
     HandlerOptions ho;
     ho.id = h;
     if (size_t(h) < options.capabilities.size()) ho.capabilities = options.capabilities[h];
     ho.pouch = &pouch;
+    ho.buffers = buffers;
     handlers.push_back(std::make_unique<HandlerSlot>(space.get(), layout, ho, options, &telemetry));
   }
   std::vector<std::unique_ptr<ManagerSlot>> slots;

@@ -195,8 +195,8 @@ Status Manager::LoadState() {
     }
   }
   next_admit_ = progress_.next_step;
-  // A previous manager may have admitted up to `window` steps: look before re-running them.
-  recover_steps_ = progress_.dispatched > 0 ? options_.window : 0;
+  // A previous manager may have admitted up to `window` + 1 steps: look before re-running them.
+  recover_steps_ = progress_.dispatched > 0 ? options_.window + 1 : 0;
   if (took_over_) progress_.manager_takeovers++;
   return Status::Ok();
 }
@@ -307,11 +307,15 @@ Status Manager::Recover(ActiveStep& st) {
   return Status::Ok();
 }
 
+// Ready to send: its step tensors exist, and the versions it reads do: an update reads exactly
+// the version it advances, any other task at least version step - window + 1.
 bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
   if (t.missing > 0) return false;
-  if (t.spec.type != nn::TaskType::kUpdate) return true;
+  const bool update = t.spec.type == nn::TaskType::kUpdate;
   for (const std::string& in : t.spec.inputs) {
-    if (nn::Plan::IsStateKey(in) && version_.at(in) != st.step) return false;
+    if (!nn::Plan::IsStateKey(in)) continue;
+    const int64_t v = version_.at(in);
+    if (update ? v != st.step : v < st.step - options_.window + 1) return false;
   }
   return true;
 }
@@ -458,10 +462,10 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
   return Status::Ok();
 }
 
-Status Manager::DispatchReadyUpdates() {
+Status Manager::DispatchReady() {
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
-      if (!t.dispatched && t.spec.type == nn::TaskType::kUpdate && Ready(st, t)) {
+      if (!t.dispatched && Ready(st, t)) {
         ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
       }
     }
@@ -646,14 +650,16 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
     if (Clock::now() >= lease_renew_at_) ACAN_RETURN_IF_ERROR(RenewLease());
-    while (static_cast<int64_t>(active_.size()) < options_.window && next_admit_ < total_steps_ &&
-           MinVersion() >= next_admit_ - options_.window + 1) {
+    // Steps in flight, plus one admitted ahead: its inputs are in the space and its tasks built
+    // before the versions it reads exist, so the step begins the moment they do.
+    while (static_cast<int64_t>(active_.size()) < options_.window + 1 &&
+           next_admit_ < total_steps_ && MinVersion() >= next_admit_ - options_.window) {
       ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
     }
     auto dones = space_->Take(done, 256, Deadline(NextWake()));
     if (dones.ok()) {
       for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
-      ACAN_RETURN_IF_ERROR(DispatchReadyUpdates());
+      ACAN_RETURN_IF_ERROR(DispatchReady());
       ACAN_RETURN_IF_ERROR(SendQueued());
     } else if (!dones.status().IsTimeout()) {
       return dones.status();

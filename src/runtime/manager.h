@@ -96,7 +96,7 @@ class Manager {
   Status OnDone(const Tuple& done);
   Status ApplyUpdate(const std::string& key, int64_t step);
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
-  Status DispatchReadyUpdates();
+  Status DispatchReady();
   Status CheckDeadlines();
   Status CheckClaimsNow();
   // Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed (its
