@@ -129,7 +129,8 @@ void RunUpdate(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
         const float* gp = in[1 + p].data() + i0;
         for (int64_t i = 0; i < len; ++i) acc[i] += gp[i];
       }
-      SgdUpdate(wi + i0, acc, v ? v + i0 : nullptr, lr, m, len, wo + i0, v_out ? v_out + i0 : nullptr);
+      SgdUpdate(wi + i0, acc, v ? v + i0 : nullptr, lr, m, len, wo + i0,
+                v_out ? v_out + i0 : nullptr);
     }
     return;
   }

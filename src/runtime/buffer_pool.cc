@@ -30,11 +30,12 @@ void BufferPool::Recycle(State& state, std::vector<float>&& buffer) {
 
 Value BufferPool::Wrap(std::vector<float> buffer) {
   std::weak_ptr<State> weak = state_;
-  std::shared_ptr<std::vector<float>> owned(
-      new std::vector<float>(std::move(buffer)), [weak](std::vector<float>* v) {
-        if (auto state = weak.lock()) Recycle(*state, std::move(*v));
-        delete v;
-      });
+  std::shared_ptr<std::vector<float>> owned(new std::vector<float>(std::move(buffer)),
+                                            [weak](std::vector<float>* v) {
+                                              if (auto state = weak.lock())
+                                                Recycle(*state, std::move(*v));
+                                              delete v;
+                                            });
   return Value::Adopt(std::move(owned));
 }
 

@@ -31,7 +31,7 @@ class BufferPool {
   struct State {
     std::mutex mu;
     size_t max_bytes;
-    size_t bytes = 0;                                                 // GUARDED_BY(mu)
+    size_t bytes = 0;                                                  // GUARDED_BY(mu)
     std::unordered_map<size_t, std::vector<std::vector<float>>> idle;  // GUARDED_BY(mu), by size
   };
   static void Recycle(State& state, std::vector<float>&& buffer);

@@ -64,15 +64,13 @@ Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn
 
 Manager::~Manager() = default;
 
-const nn::Plan& Manager::PlanFor(int64_t task_size) {
+Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
   auto it = plans_.find(task_size);
   if (it == plans_.end()) {
-    auto plan = nn::Plan::Create(*job_, task_size);
-    // The job was validated when the run started; a failure here is a programming error.
-    if (!plan.ok()) spdlog::critical("manager: plan: {}", plan.status().ToString());
-    it = plans_.emplace(task_size, std::move(plan).value()).first;
+    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(*job_, task_size));
+    it = plans_.emplace(task_size, std::move(plan)).first;
   }
-  return it->second;
+  return &it->second;
 }
 
 Status Manager::InitJob(Space* space, const Layout& layout, const nn::JobConfig& job,
@@ -166,7 +164,7 @@ Status Manager::LoadState() {
     task_size = InitialTaskSize(
         job_->model.layers, job_->partition.strategy == nn::Strategy::kTiles, job_->train.batch);
   }
-  plan_ = &PlanFor(task_size);
+  ACAN_ASSIGN_OR_RETURN(plan_, PlanFor(task_size));
   progress_.task_size = plan_->task_size();
   if (options_.adapt_task_size) {
     ControllerOptions c = controller_.options();
@@ -220,7 +218,7 @@ Status Manager::Admit(int64_t step) {
   const bool recovering = recover_steps_ > 0;
   if (recovering) --recover_steps_;
   if (options_.adapt_task_size && controller_.task_size() != plan_->task_size()) {
-    plan_ = &PlanFor(controller_.task_size());
+    ACAN_ASSIGN_OR_RETURN(plan_, PlanFor(controller_.task_size()));
     progress_.task_size = plan_->task_size();
   }
   ActiveStep& st = active_[step];

@@ -109,7 +109,7 @@ class Manager {
   Status CleanupStep(const ActiveStep& st);
   Clock::time_point NextWake() const;
   int64_t MinVersion() const;
-  const nn::Plan& PlanFor(int64_t task_size);
+  Result<const nn::Plan*> PlanFor(int64_t task_size);
 
   Space* space_;
   Layout layout_;
