@@ -21,7 +21,8 @@ using std::chrono::nanoseconds;
 
 struct Manager::TaskRun {
   nn::TaskSpec spec;
-  int missing = 0;  // step tensors this task reads that do not exist yet
+  int64_t work = 0;  // floats it reads and writes: bigger tasks are sent first
+  int missing = 0;   // step tensors this task reads that do not exist yet
   bool dispatched = false;
   bool done = false;
   int32_t attempt = 0;
@@ -241,6 +242,8 @@ Status Manager::Admit(int64_t step) {
   for (size_t i = 0; i < specs.size(); ++i) {
     TaskRun& t = st.tasks[i];
     t.spec = std::move(specs[i]);
+    for (int64_t n : nn::InputSizes(t.spec)) t.work += n;
+    for (int64_t n : nn::OutputSizes(t.spec)) t.work += n;
     task_index_[t.spec.key] = {step, i};
     for (const std::string& in : t.spec.inputs) {
       if (nn::Plan::IsStateKey(in) || present.count(in)) continue;
@@ -249,10 +252,10 @@ Status Manager::Admit(int64_t step) {
     }
   }
   if (recovering) ACAN_RETURN_IF_ERROR(Recover(st));
-  for (TaskRun& t : st.tasks) {
-    if (!t.dispatched && Ready(st, t)) ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
+  for (size_t i = 0; i < st.tasks.size(); ++i) {
+    if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(step, i);
   }
-  return Status::Ok();
+  return Release();
 }
 
 // A previous manager got this far: what is already in the space need not run again. First find
@@ -372,9 +375,7 @@ Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
   st.waiting.erase(it);
   for (size_t i : readers) {
     TaskRun& t = st.tasks[i];
-    if (--t.missing == 0 && !t.dispatched && Ready(st, t)) {
-      ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
-    }
+    if (--t.missing == 0 && !t.dispatched && Ready(st, t)) newly_ready_.emplace_back(st.step, i);
   }
   return Status::Ok();
 }
@@ -462,11 +463,27 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
 
 Status Manager::DispatchReady() {
   for (auto& [step, st] : active_) {
-    for (TaskRun& t : st.tasks) {
-      if (!t.dispatched && Ready(st, t)) {
-        ACAN_RETURN_IF_ERROR(Dispatch(st, t, nullptr));
-      }
+    for (size_t i = 0; i < st.tasks.size(); ++i) {
+      if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(step, i);
     }
+  }
+  return Release();
+}
+
+// Sends (or queues) the tasks that became ready, biggest first: when a few large tasks and many
+// small ones become ready together (a step's updates), the large ones start on different
+// handlers and the small ones fill in around them.
+Status Manager::Release() {
+  auto work = [&](const std::pair<int64_t, size_t>& r) {
+    return active_.at(r.first).tasks[r.second].work;
+  };
+  std::stable_sort(newly_ready_.begin(), newly_ready_.end(),
+                   [&](const auto& a, const auto& b) { return work(a) > work(b); });
+  std::vector<std::pair<int64_t, size_t>> ready;
+  ready.swap(newly_ready_);
+  for (auto [step, i] : ready) {
+    ActiveStep& st = active_.at(step);
+    if (!st.tasks[i].dispatched) ACAN_RETURN_IF_ERROR(Dispatch(st, st.tasks[i], nullptr));
   }
   return Status::Ok();
 }

@@ -97,6 +97,7 @@ class Manager {
   Status ApplyUpdate(const std::string& key, int64_t step);
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
   Status DispatchReady();
+  Status Release();
   Status CheckDeadlines();
   Status CheckClaimsNow();
   // Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed (its
@@ -129,6 +130,7 @@ class Manager {
   int64_t next_admit_ = 0;
   int64_t in_flight_ = 0;                         // sent, not yet done
   std::deque<std::pair<int64_t, size_t>> ready_;  // fresh tasks waiting for room in the pouch
+  std::vector<std::pair<int64_t, size_t>> newly_ready_;  // ready, to be released biggest first
   int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
   bool took_over_ = false;
   Clock::time_point lease_renew_at_;
