@@ -48,7 +48,9 @@ void FaultSpace::DeliverDelayed() {
       delayed_cv_.wait(lock);
       continue;
     }
-    if (delayed_cv_.wait_until(lock, delayed_.top().at) == std::cv_status::timeout &&
+    // A copy: the queue may grow (and move its elements) while the wait releases the lock.
+    const Clock::time_point due = delayed_.top().at;
+    if (delayed_cv_.wait_until(lock, due) == std::cv_status::timeout &&
         !delayed_.empty() && delayed_.top().at <= Clock::now()) {
       Delayed d = delayed_.top();
       delayed_.pop();
