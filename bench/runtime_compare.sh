@@ -6,6 +6,8 @@ build=${1:-build}
 steps=${2:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+/usr/bin/python3 -c 'import torch' 2>/dev/null || {
+  echo "error: PyTorch is missing; install it with: scripts/install-deps.sh --bench" >&2; exit 1; }
 acan_out=$("$build/bench/runtime_compare" --steps "$steps")
 torch_out=$(/usr/bin/python3 "$here/torch_mlp.py" 3)
 echo "$acan_out" | grep -v samples_per_s=
