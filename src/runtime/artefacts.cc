@@ -98,13 +98,19 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
   };
   json recovery = {{"handler_crash_to_retransmitted_done", quantiles(run.recovery.handler_ms)},
                    {"manager_crash_to_next_step", quantiles(run.recovery.manager_ms)},
-                   {"task", quantiles(run.recovery.task_ms)}};
+                   {"task", quantiles(run.recovery.task_ms)},
+                   {"lost_task", quantiles(run.recovery.lost_task_ms)}};
   const json& hq = recovery["handler_crash_to_retransmitted_done"];
   const json& tq = recovery["task"];
   recovery["median_recovery_over_median_task"] =
       hq["median_ms"].is_null() || tq["median_ms"].is_null() || tq["median_ms"].get<double>() <= 0
           ? json(nullptr)
           : json(hq["median_ms"].get<double>() / tq["median_ms"].get<double>());
+  const json& lq = recovery["lost_task"];
+  recovery["median_recovery_over_median_lost_task"] =
+      hq["median_ms"].is_null() || lq["median_ms"].is_null() || lq["median_ms"].get<double>() <= 0
+          ? json(nullptr)
+          : json(hq["median_ms"].get<double>() / lq["median_ms"].get<double>());
   j["recovery"] = recovery;
   j["weights_sha256"] = nn::ModelSha256(run.model);
   j["strategy"] = std::string(nn::ToString(job.partition.strategy));

@@ -36,6 +36,7 @@ class Telemetry {
     auto it = lost_.find(key);
     if (it != lost_.end()) {
       recovery_.handler_ms.push_back(Ms(Clock::now() - it->second));
+      recovery_.lost_task_ms.push_back(double(exec_ns) / 1e6);
       lost_.erase(it);
     }
   }

@@ -69,9 +69,10 @@ struct MetricsRow {
 };
 
 struct RecoveryStats {
-  std::vector<double> handler_ms;  // crash -> the lost task's retransmission completes
-  std::vector<double> manager_ms;  // crash -> the next step completes
-  std::vector<double> task_ms;     // execution time of completed tasks (a sample)
+  std::vector<double> handler_ms;    // crash -> the lost task's retransmission completes
+  std::vector<double> lost_task_ms;  // execution time of those retransmissions
+  std::vector<double> manager_ms;    // crash -> the next step completes
+  std::vector<double> task_ms;       // execution time of completed tasks (a sample)
 };
 
 struct HandlerReport {
