@@ -79,7 +79,7 @@ runtime::RunOptions OptionsFromJob(const nn::JobConfig& job) {
 
 Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions options,
                                   const std::string& init_path, const std::string& out_dir,
-                                  bool quiet, const nlohmann::json& summary_extra) {
+                                  bool quiet) {
   runtime::TuneProcess();
   ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
   ACAN_ASSIGN_OR_RETURN(nn::Model init, init_path.empty()
@@ -129,7 +129,6 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
   if (test) {
     auto start = Clock::now();
     ACAN_ASSIGN_OR_RETURN(nn::EvalReport final_eval, nn::Evaluate(out.run.model, *test, job));
-    out.test_accuracy = final_eval.accuracy;
     out.summary["test_rows"] = final_eval.rows;
     out.summary["test_loss"] = final_eval.loss;
     out.summary["test_accuracy"] =
@@ -144,7 +143,6 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
   out.summary["eval_s"] = eval_s;
   // Training alone: the run's wall time less the per-epoch evaluations made inside it.
   out.summary["train_s"] = out.run.wall_s - in_run_eval_s;
-  if (!summary_extra.is_null()) out.summary.update(summary_extra);
   ACAN_RETURN_IF_ERROR(runtime::WriteArtefacts(out_dir, out.run, out.summary));
   if (!quiet) {
     std::printf("loss %.6f -> %.6f", out.figures.initial_loss, out.figures.final_loss);

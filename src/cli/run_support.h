@@ -19,17 +19,16 @@ struct RunOutcome {
   runtime::RunResult run;
   runtime::RunFigures figures;
   nlohmann::json summary;
-  double test_accuracy = -1;  // on the test split, when the job has one
 };
 
 // The run options a job file asks for ([runtime] and [chaos]).
 runtime::RunOptions OptionsFromJob(const nn::JobConfig& job);
 
 // Loads the data and the initial model (`init_path`, or the job's init), runs the job with a
-// progress line on stderr (unless quiet), writes the artefacts into `out_dir` and prints the
-// outcome. `summary_extra` is merged into summary.json.
+// progress line on stderr (unless quiet), evaluates on the job's test split after every epoch and
+// at the end, writes the artefacts into `out_dir` and prints the outcome.
 Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions options,
                                   const std::string& init_path, const std::string& out_dir,
-                                  bool quiet, const nlohmann::json& summary_extra = {});
+                                  bool quiet);
 
 }  // namespace acan::cli
