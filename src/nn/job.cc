@@ -265,11 +265,10 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   const std::string split_hint =
       src == DataSource::kFashionMnist
           ? "fashion-mnist always tests on the package's t10k files; remove the key"
-          : src == DataSource::kSynthetic
-                ? "synthetic data has no test split; remove the key"
-                : src == DataSource::kCsv ? "a csv test split is data.test_path"
-                                          : "an idx test split is data.test_images and "
-                                            "data.test_labels";
+      : src == DataSource::kSynthetic ? "synthetic data has no test split; remove the key"
+      : src == DataSource::kCsv       ? "a csv test split is data.test_path"
+                                      : "an idx test split is data.test_images and "
+                                        "data.test_labels";
   if (!job->data.test_path.empty()) {
     ACAN_RETURN_IF_ERROR(unused("test_path", src == DataSource::kCsv, split_hint));
   }

@@ -54,6 +54,19 @@ Reference RunReference(const nn::JobConfig& job, const nn::Model& init, const nn
   return {m, nn::ModelSha256(m)};
 }
 
+// A job, its initial model and data, and what the reference trainer makes of them.
+struct Prepared {
+  explicit Prepared(nn::JobConfig j)
+      : job(std::move(j)),
+        init(*nn::InitialModel(job)),
+        data(*nn::LoadDataset(job)),
+        ref(RunReference(job, init, data)) {}
+  nn::JobConfig job;
+  nn::Model init;
+  nn::Dataset data;
+  Reference ref;
+};
+
 RunResult RunDistributed(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                          RunOptions options) {
   auto r = RunJob(job, data, init, options);
@@ -75,10 +88,8 @@ class RuntimeStrategyTest : public ::testing::TestWithParam<std::pair<std::strin
 
 TEST_P(RuntimeStrategyTest, WindowOneIsBitwiseTheReference) {
   auto [strategy, task_size] = GetParam();
-  nn::JobConfig job = Job(strategy, 24, 4, task_size);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  Reference ref = RunReference(job, init, data);
+  Prepared setup(Job(strategy, 24, 4, task_size));
+  auto& [job, init, data, ref] = setup;
   RunOptions o;
   o.handlers = 3;
   o.window = 1;
@@ -108,10 +119,8 @@ RunResult RunWithFaults(const nn::JobConfig& job, const nn::Model& init, const n
 }
 
 TEST(RuntimeTest, EveryLostTupleIsRetransmittedOnce) {
-  nn::JobConfig job = Job("tiles", 12, 2, 16);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  Reference ref = RunReference(job, init, data);
+  Prepared setup(Job("tiles", 12, 2, 16));
+  auto& [job, init, data, ref] = setup;
   auto counts = std::make_shared<FaultCounts>();
   FaultOptions f;
   f.patterns = {"job.task.>", "job.done.>"};
@@ -126,10 +135,8 @@ TEST(RuntimeTest, EveryLostTupleIsRetransmittedOnce) {
 }
 
 TEST(RuntimeTest, DropsDuplicatesAndDelaysChangeTheCostNeverTheResult) {
-  nn::JobConfig job = Job("tiles", 12, 2, 16);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  Reference ref = RunReference(job, init, data);
+  Prepared setup(Job("tiles", 12, 2, 16));
+  auto& [job, init, data, ref] = setup;
   auto counts = std::make_shared<FaultCounts>();
   FaultOptions f;
   f.patterns = {"job.task.>", "job.done.>"};
@@ -151,10 +158,8 @@ TEST(RuntimeTest, DropsDuplicatesAndDelaysChangeTheCostNeverTheResult) {
 }
 
 TEST(RuntimeTest, KilledManagerIsReplacedAndTheResultIsUnchanged) {
-  nn::JobConfig job = Job("data", 24, 2, 0);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  Reference ref = RunReference(job, init, data);
+  Prepared setup(Job("data", 24, 2, 0));
+  auto& [job, init, data, ref] = setup;
   for (bool standby : {true, false}) {
     RunOptions o;
     o.handlers = 2;
@@ -172,10 +177,8 @@ TEST(RuntimeTest, KilledManagerIsReplacedAndTheResultIsUnchanged) {
 }
 
 TEST(RuntimeTest, MimdHandlersRunDifferentTaskTypes) {
-  nn::JobConfig job = Job("tiles", 12, 3, 16);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  Reference ref = RunReference(job, init, data);
+  Prepared setup(Job("tiles", 12, 3, 16));
+  auto& [job, init, data, ref] = setup;
   RunOptions o;
   o.handlers = 3;
   using T = nn::TaskType;

@@ -50,8 +50,8 @@ void FaultSpace::DeliverDelayed() {
     }
     // A copy: the queue may grow (and move its elements) while the wait releases the lock.
     const Clock::time_point due = delayed_.top().at;
-    if (delayed_cv_.wait_until(lock, due) == std::cv_status::timeout &&
-        !delayed_.empty() && delayed_.top().at <= Clock::now()) {
+    if (delayed_cv_.wait_until(lock, due) == std::cv_status::timeout && !delayed_.empty() &&
+        delayed_.top().at <= Clock::now()) {
       Delayed d = delayed_.top();
       delayed_.pop();
       lock.unlock();

@@ -73,7 +73,7 @@ class MemSpace final : public Space {
   // Written under mu_, read by spinning getters without it: on a cache line of its own, so the
   // spinners do not pull the mutex's line away from the thread holding it.
   alignas(64) std::atomic<uint64_t> puts_{0};
-  StatsRecorder stats_;             // lock-free
+  StatsRecorder stats_;  // lock-free
 };
 
 // Registers the "mem" scheme; called once by the registry.
