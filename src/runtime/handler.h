@@ -51,7 +51,7 @@ struct HandlerOptions {
 class Handler {
  public:
   // The shortest claim lease: covers the time from taking a task to reporting it, at least.
-  static constexpr std::chrono::milliseconds kMinClaim{2};
+  static constexpr std::chrono::milliseconds kMinClaim{10};
 
   Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats);
 
