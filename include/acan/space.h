@@ -37,6 +37,11 @@ struct SpaceOptions {
   size_t max_value_bytes = size_t{64} << 20;
   // Total bytes of stored values before Put waits for room; 0 means no limit.
   size_t max_total_bytes = size_t{8} << 30;
+  // mem: how many pause instructions a getter that found nothing spends watching for a put
+  // before it blocks (0: block at once, the default). Spinning can save a wake-up when puts come
+  // within microseconds; on the virtual machines measured (docs/benchmarks.md) it made the
+  // blocked path five times slower (a spinning vCPU gets descheduled) and throughput no better.
+  size_t spin = 0;
 };
 
 // A latency histogram with power-of-two buckets: bucket i counts latencies in [2^i, 2^(i+1)) ns.

@@ -131,11 +131,12 @@ Result<uint64_t> SpaceUri::UintParam(const std::string& key, uint64_t fallback) 
   return n;
 }
 
-Status SpaceUri::ApplySizeOptions(SpaceOptions* options) {
+Status SpaceUri::ApplyOptions(SpaceOptions* options) {
   ACAN_ASSIGN_OR_RETURN(options->max_value_bytes,
                         UintParam("max_value_bytes", options->max_value_bytes));
   ACAN_ASSIGN_OR_RETURN(options->max_total_bytes,
                         UintParam("max_total_bytes", options->max_total_bytes));
+  ACAN_ASSIGN_OR_RETURN(options->spin, UintParam("spin", options->spin));
   return Status::Ok();
 }
 

@@ -23,8 +23,8 @@ struct SpaceUri {
   // The value of `key`, marking it used; nullptr when absent.
   const std::string* Param(const std::string& key);
   Result<uint64_t> UintParam(const std::string& key, uint64_t fallback);
-  // Reads max_value_bytes and max_total_bytes.
-  Status ApplySizeOptions(SpaceOptions* options);
+  // Reads max_value_bytes, max_total_bytes and spin (SpaceOptions).
+  Status ApplyOptions(SpaceOptions* options);
   // InvalidArgument naming the first parameter no Param() call asked for.
   Status RejectUnusedParams() const;
 

@@ -100,7 +100,6 @@ namespace {
 // the kernel costs a context switch on each side; a put that comes within a few microseconds is
 // picked up without one. At most half the cores spin at once (none on a single core): with more
 // waiting threads than cores, spinning would only take the CPU from the threads doing the work.
-constexpr int kSpinIterations = 1024;
 const int kMaxSpinners = static_cast<int>(std::thread::hardware_concurrency() / 2);
 std::atomic<int> g_spinners{0};
 
@@ -127,17 +126,18 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
           fmt::format("{}: no tuple matching '{}' in space '{}' before the deadline",
                       SpaceOpName(op), pattern.str(), uri_));
     }
-    if (!spun && g_spinners.fetch_add(1, std::memory_order_relaxed) < kMaxSpinners) {
+    if (!spun && options_.spin > 0 &&
+        g_spinners.fetch_add(1, std::memory_order_relaxed) < kMaxSpinners) {
       spun = true;
       const uint64_t seen = puts_.load(std::memory_order_relaxed);
       lock.unlock();
-      for (int i = 0; i < kSpinIterations && puts_.load(std::memory_order_acquire) == seen; ++i) {
+      for (size_t i = 0; i < options_.spin && puts_.load(std::memory_order_acquire) == seen; ++i) {
         CpuRelax();
       }
       g_spinners.fetch_sub(1, std::memory_order_relaxed);
       lock.lock();
       if (puts_.load(std::memory_order_relaxed) != seen) continue;
-    } else if (!spun) {
+    } else if (!spun && options_.spin > 0) {
       g_spinners.fetch_sub(1, std::memory_order_relaxed);
     }
     std::shared_ptr<Waiter> w = ThreadWaiter();
@@ -242,7 +242,7 @@ Status RegisterMemSpace() {
               uri));
         }
         SpaceOptions options = base;
-        ACAN_RETURN_IF_ERROR(parsed.ApplySizeOptions(&options));
+        ACAN_RETURN_IF_ERROR(parsed.ApplyOptions(&options));
         ACAN_RETURN_IF_ERROR(parsed.RejectUnusedParams());
         return std::unique_ptr<Space>(new MemSpace(std::string(uri), options));
       });

@@ -12,6 +12,15 @@ struct MemFactory {
 };
 INSTANTIATE_TYPED_TEST_SUITE_P(Mem, SpaceConformance, MemFactory);
 
+// The same contract with getters that spin before they block.
+struct MemSpinFactory {
+  static Result<std::unique_ptr<Space>> Open(SpaceOptions options) {
+    options.spin = 1024;
+    return OpenSpace("mem:", options);
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(MemSpin, SpaceConformance, MemSpinFactory);
+
 TEST(MemSpaceTest, ValuesAreSharedNotCopied) {
   auto s = OpenSpace("mem:");
   ASSERT_TRUE(s.ok());
@@ -27,11 +36,11 @@ TEST(MemSpaceTest, ValuesAreSharedNotCopied) {
 }
 
 TEST(MemSpaceTest, UriParametersSetLimits) {
-  auto s = OpenSpace("mem:?max_value_bytes=4&max_total_bytes=10");
+  auto s = OpenSpace("mem:?max_value_bytes=4&max_total_bytes=10&spin=0");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ((*s)->Put("a", Value::FromString("12345")).code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE((*s)->Put("a", Value::FromString("1234")).ok());
-  EXPECT_EQ((*s)->uri(), "mem:?max_value_bytes=4&max_total_bytes=10");
+  EXPECT_EQ((*s)->uri(), "mem:?max_value_bytes=4&max_total_bytes=10&spin=0");
 }
 
 TEST(MemSpaceTest, BadUrisAreClearErrors) {
