@@ -238,6 +238,13 @@ std::vector<int64_t> OutputSizes(const TaskSpec& t) {
   return s;
 }
 
+int64_t TaskWork(const TaskSpec& t) {
+  int64_t work = 0;
+  for (int64_t n : InputSizes(t)) work += n;
+  for (int64_t n : OutputSizes(t)) work += n;
+  return work;
+}
+
 Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
   InitBlas();
   const std::vector<int64_t> sizes = InputSizes(t);

@@ -25,5 +25,7 @@ Status ExecuteTask(const TaskSpec& task, std::span<const std::span<const float>>
 // The float count of every input and output of a task, in order (for checks and allocation).
 std::vector<int64_t> InputSizes(const TaskSpec& task);
 std::vector<int64_t> OutputSizes(const TaskSpec& task);
+// Floats a task reads and writes: the size of its work, for scheduling and accounting.
+int64_t TaskWork(const TaskSpec& task);
 
 }  // namespace acan::nn

@@ -69,7 +69,9 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
                         {"work", h.work},
                         {"idle_ratio", h.idle_ratio},
                         {"speed", h.speed},
-                        {"crashes", h.crashes}});
+                        {"crashes", h.crashes},
+                        {"missing_inputs", h.missing_inputs},
+                        {"bad_tuples", h.bad_tuples}});
     handler_crashes += h.crashes;
   }
   j["per_handler"] = handlers;

@@ -22,9 +22,7 @@ Controller::Controller(ControllerOptions options)
 }
 
 Controller::ClassKey Controller::ClassOf(const nn::TaskSpec& task) {
-  int64_t work = 0;
-  for (int64_t n : nn::InputSizes(task)) work += n;
-  for (int64_t n : nn::OutputSizes(task)) work += n;
+  const int64_t work = nn::TaskWork(task);
   return {static_cast<int>(task.op),
           static_cast<int>(std::bit_width(uint64_t(std::max<int64_t>(work, 1))))};
 }

@@ -168,10 +168,7 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
   stats_->tasks.fetch_add(1);
   stats_->busy_ns.fetch_add(exec_ns);
-  int64_t work = 0;
-  for (int64_t n : nn::InputSizes(m.spec)) work += n;
-  for (int64_t n : nn::OutputSizes(m.spec)) work += n;
-  stats_->work.fetch_add(work);
+  stats_->work.fetch_add(nn::TaskWork(m.spec));
   return true;
 }
 

@@ -344,6 +344,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     r.speed = st.speed.load();
     r.crashes = st.crashes.load();
     r.missing_inputs = st.missing_inputs.load();
+    r.bad_tuples = st.bad_tuples.load();
     result.handlers.push_back(r);
   }
   for (auto& s : slots) {

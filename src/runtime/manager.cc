@@ -242,8 +242,7 @@ Status Manager::Admit(int64_t step) {
   for (size_t i = 0; i < specs.size(); ++i) {
     TaskRun& t = st.tasks[i];
     t.spec = std::move(specs[i]);
-    for (int64_t n : nn::InputSizes(t.spec)) t.work += n;
-    for (int64_t n : nn::OutputSizes(t.spec)) t.work += n;
+    t.work = nn::TaskWork(t.spec);
     task_index_[t.spec.key] = {step, i};
     for (const std::string& in : t.spec.inputs) {
       if (nn::Plan::IsStateKey(in) || present.count(in)) continue;
