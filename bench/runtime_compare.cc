@@ -12,6 +12,7 @@
 
 #include "nn/kernels.h"
 #include "nn/model.h"
+#include "nn/plan.h"
 #include "nn/trainer.h"
 #include "runtime/job_runner.h"
 #include "runtime/process.h"
@@ -46,8 +47,8 @@ task_size = 32
   return *job;
 }
 
-nn::JobConfig ToyJob(int64_t samples) {
-  return *nn::ParseJobString(R"(
+nn::JobConfig ToyJob(int64_t samples, const char* strategy = "data", int64_t task_size = 0) {
+  nn::JobConfig job = *nn::ParseJobString(R"(
 [model]
 layers = [44, 44, 1]
 activation = "tanh"
@@ -64,6 +65,9 @@ seed = 42
 [partition]
 strategy = "data"
 )");
+  job.partition.strategy = *nn::ParseStrategy(strategy);
+  job.partition.task_size = task_size;
+  return job;
 }
 
 template <typename T>
@@ -139,6 +143,20 @@ int main(int argc, char** argv) {
     auto run = Check(runtime::RunJob(toy, tdata, tinit, o));
     std::printf("runtime_toy_w%lld samples_per_s=%.0f\n", (long long)w,
                 double(tdata.rows) / run.wall_s);
+  }
+  // The same SGD, a chain of mini-batches per task: one hand-over serves many steps.
+  const std::string want = nn::ModelSha256(trainer->CurrentModel());
+  for (int64_t k : {int64_t{16}, int64_t{64}, int64_t{0}}) {
+    nn::JobConfig chain = ToyJob(3000, "chain", k);
+    runtime::RunOptions o;
+    o.handlers = 4;
+    o.window = 1;
+    o.standby = false;
+    auto run = Check(runtime::RunJob(chain, tdata, tinit, o));
+    std::printf("runtime_toy_chain%lld samples_per_s=%.0f bitwise=%s\n",
+                (long long)(k ? k : nn::Plan::ChainSteps(chain, tdata.rows)),
+                double(tdata.rows) / run.wall_s,
+                nn::ModelSha256(run.model) == want ? "yes" : "NO");
   }
   return ref_sha == run_sha ? 0 : 1;
 }

@@ -9,6 +9,7 @@
 
 #include "nn/evaluate.h"
 #include "nn/model.h"
+#include "nn/plan.h"
 #include "runtime/process.h"
 
 namespace acan::cli {
@@ -86,7 +87,8 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
                                             ? nn::InitialModel(job)
                                             : nn::LoadModel(init_path, job.model.layers));
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, data));
-  nn::Batcher batcher(&data, job.train.batch, job.data.shuffle, job.train.seed);
+  nn::Batcher batcher(&data, nn::Plan::StepBatch(job, options.task_size, data.rows),
+                      job.data.shuffle, job.train.seed);
   ProgressPrinter printer(batcher.BatchesPerEpoch(), job.train.epochs);
   if (!quiet) options.on_progress = [&printer](const runtime::Progress& p) { printer(p); };
   // Held-out evaluation after every epoch (its time is reported apart from training's).

@@ -46,7 +46,8 @@ int RunTrain() {
   if (g_args.handlers) o.handlers = *g_args.handlers;
   if (g_args.window) o.window = *g_args.window;
   // task_size = 0 in the job file: the controller chooses (and may change) it.
-  o.adapt_task_size = job->partition.task_size == 0;
+  // A chain's task size fixes what a step is, so it is chosen once (Plan::ChainSteps).
+  o.adapt_task_size = job->partition.task_size == 0 && job->partition.strategy != nn::Strategy::kChain;
   auto outcome = TrainAndReport(*job, o, g_args.init, g_args.out, g_args.quiet);
   return outcome.ok() ? 0 : Fail(outcome.status());
 }

@@ -143,6 +143,80 @@ void RunUpdate(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
   }
 }
 
+// The chain: mini-batch after mini-batch, exactly the data strategy's micro-batch task (one
+// micro-batch) and then the update task of each shard, run through ExecuteTask with the same
+// specs the data plan makes, so the bits match it. The running state lives in the outputs.
+Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  const int L = t.NumLayers();
+  const int shards = 2 * L;
+  const bool momentum = t.momentum > 0;
+  const int64_t f = t.widths[0], tw = TargetWidth(t);
+  for (int i = 0; i < (momentum ? 2 * shards : shards); ++i)
+    (*out)[1 + i].assign(in[2 + i].begin(), in[2 + i].end());
+
+  TaskSpec mb;
+  mb.key = t.key;
+  mb.type = TaskType::kBackward;
+  mb.op = TaskOp::kMicroBatch;
+  mb.step = t.step;
+  mb.widths = t.widths;
+  mb.activation = t.activation;
+  mb.loss = t.loss;
+  mb.layer_end = L;
+  mb.inputs.assign(2 + shards, t.key);
+  mb.outputs.assign(1 + shards, t.key);
+  std::vector<TaskSpec> updates(shards);
+  for (int s = 0; s < shards; ++s) {
+    TaskSpec& u = updates[s];
+    u.key = t.key;
+    u.type = TaskType::kUpdate;
+    u.op = TaskOp::kUpdate;
+    u.step = t.step;
+    u.widths = t.widths;
+    u.activation = t.activation;
+    u.loss = t.loss;
+    u.momentum = t.momentum;
+    u.layer = s / 2;
+    u.bias = s % 2 == 1;
+    u.parts = 1;
+    u.inputs.assign(momentum ? 3 : 2, t.key);
+    u.outputs.assign(momentum ? 2 : 1, t.key);
+  }
+  std::vector<std::span<const float>> mb_in(2 + shards), up_in(momentum ? 3 : 2);
+  std::vector<std::vector<float>> grads, state(momentum ? 2 : 1);
+  double loss = 0, correct = 0;
+  for (int64_t j = 0; j < t.parts; ++j) {
+    const int64_t r0 = j * t.batch, rows = std::min(t.batch, t.rows - r0);
+    mb.rows = mb.batch = rows;
+    mb_in[0] = in[0].subspan(r0 * f, rows * f);
+    mb_in[1] = in[1].subspan(r0 * tw, rows * tw);
+    for (int i = 0; i < shards; ++i) mb_in[2 + i] = (*out)[1 + i];
+    ACAN_RETURN_IF_ERROR(ExecuteTask(mb, mb_in, &grads));
+    loss += double(grads[0][0]) * double(rows);
+    correct += grads[0][1];
+    for (int s = 0; s < shards; ++s) {
+      TaskSpec& u = updates[s];
+      u.rows = u.batch = rows;
+      u.lr = t.lrs.empty() ? t.lr : t.lrs[j];
+      state[0] = std::move((*out)[1 + s]);  // updated in place
+      if (momentum) state[1] = std::move((*out)[1 + shards + s]);
+      up_in[0] = state[0];
+      up_in[1] = grads[1 + s];
+      if (momentum) up_in[2] = state[1];
+      ACAN_RETURN_IF_ERROR(ExecuteTask(u, up_in, &state));
+      (*out)[1 + s] = std::move(state[0]);
+      if (momentum) (*out)[1 + shards + s] = std::move(state[1]);
+    }
+  }
+  (*out)[0] = {static_cast<float>(loss / double(t.rows)), static_cast<float>(correct)};
+  return Status::Ok();
+}
+
+// The float count of each shard, in model order (weight then bias per layer).
+void AppendShardSizes(const TaskSpec& t, std::vector<int64_t>* s) {
+  for (int l = 0; l < t.NumLayers(); ++l) s->insert(s->end(), {WeightSize(t, l), t.widths[l + 1]});
+}
+
 }  // namespace
 
 std::vector<int64_t> InputSizes(const TaskSpec& t) {
@@ -193,6 +267,11 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
       if (t.momentum > 0) s.push_back(rows * cols);
       return s;
     }
+    case TaskOp::kChain:
+      s = {t.rows * t.widths[0], t.rows * TargetWidth(t)};
+      AppendShardSizes(t, &s);
+      if (t.momentum > 0) AppendShardSizes(t, &s);
+      return s;
   }
   return s;
 }
@@ -234,6 +313,11 @@ std::vector<int64_t> OutputSizes(const TaskSpec& t) {
       if (t.momentum > 0) s.push_back(n);
       return s;
     }
+    case TaskOp::kChain:
+      s.push_back(2);
+      AppendShardSizes(t, &s);
+      if (t.momentum > 0) AppendShardSizes(t, &s);
+      return s;
   }
   return s;
 }
@@ -347,6 +431,19 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
     }
     case TaskOp::kUpdate:
       RunUpdate(t, in, out);
+      break;
+    case TaskOp::kChain:
+      if (t.parts != (t.rows + t.batch - 1) / t.batch) {
+        return Status::InvalidArgument("task " + t.key + ": " + std::to_string(t.parts) +
+                                       " steps do not cut " + std::to_string(t.rows) +
+                                       " rows into mini-batches of " + std::to_string(t.batch));
+      }
+      if (!t.lrs.empty() && static_cast<int64_t>(t.lrs.size()) != t.parts) {
+        return Status::InvalidArgument("task " + t.key + ": " + std::to_string(t.lrs.size()) +
+                                       " learning rates for " + std::to_string(t.parts) +
+                                       " steps");
+      }
+      ACAN_RETURN_IF_ERROR(RunChain(t, in, out));
       break;
   }
   return Status::Ok();

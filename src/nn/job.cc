@@ -38,7 +38,8 @@ constexpr std::pair<std::string_view, DataSource> kSources[] = {
 constexpr std::pair<std::string_view, InputScale> kScales[] = {
     {"auto", InputScale::kAuto}, {"none", InputScale::kNone}, {"unit", InputScale::kUnit}};
 constexpr std::pair<std::string_view, Strategy> kStrategies[] = {
-    {"tiles", Strategy::kTiles}, {"data", Strategy::kData}, {"pipeline", Strategy::kPipeline}};
+    {"tiles", Strategy::kTiles}, {"data", Strategy::kData}, {"pipeline", Strategy::kPipeline},
+    {"chain", Strategy::kChain}};
 
 template <typename E, size_t N>
 std::string_view Name(E e, const std::pair<std::string_view, E> (&table)[N]) {

@@ -22,12 +22,32 @@ bool Plan::IsStateKey(std::string_view key) {
   return key.starts_with("param.") || key.starts_with("mom.");
 }
 
-Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size) {
+int64_t Plan::ChainSteps(const JobConfig& job, int64_t epoch_rows) {
+  constexpr int64_t kChainWork = int64_t{1} << 19;
+  int64_t weights = 0;
+  for (size_t l = 0; l + 1 < job.model.layers.size(); ++l)
+    weights += (job.model.layers[l] + 1) * job.model.layers[l + 1];
+  int64_t k = std::max<int64_t>(1, kChainWork / std::max<int64_t>(1, weights * job.train.batch));
+  if (epoch_rows > 0) k = std::min(k, Blocks(epoch_rows, job.train.batch));
+  return k;
+}
+
+int64_t Plan::StepBatch(const JobConfig& job, int64_t task_size, int64_t epoch_rows) {
+  if (job.partition.strategy != Strategy::kChain) return job.train.batch;
+  const int64_t k = task_size >= 0 ? task_size : job.partition.task_size;
+  return job.train.batch * (k > 0 ? k : ChainSteps(job, epoch_rows));
+}
+
+Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch_rows) {
   ACAN_RETURN_IF_ERROR(ValidateJob(job));
   Plan p;
   p.strategy_ = job.partition.strategy;
   p.task_size_ = task_size >= 0 ? task_size : job.partition.task_size;
   if (p.task_size_ == 0 && p.strategy_ == Strategy::kTiles) p.task_size_ = kDefaultTile;
+  if (p.task_size_ == 0 && p.strategy_ == Strategy::kChain)
+    p.task_size_ = ChainSteps(job, epoch_rows);
+  p.epoch_rows_ = epoch_rows;
+  p.step_batch_ = job.train.batch * (p.strategy_ == Strategy::kChain ? p.task_size_ : 1);
   p.widths_ = job.model.layers;
   p.activation_ = job.model.activation;
   p.loss_ = job.model.loss;
@@ -85,6 +105,11 @@ std::vector<KeyedTensor> Plan::StepInputs(int64_t step, int64_t rows, const std:
     out.emplace_back(S("t", step), t);
     return out;
   }
+  if (strategy_ == Strategy::kChain) {
+    out.emplace_back(S("x", step), x);
+    out.emplace_back(S("t", step), t);
+    return out;
+  }
   const int64_t m = MicroRows(rows);
   for (int64_t k = 0; k < Blocks(rows, m); ++k) {
     const int64_t a = k * m, b = std::min(rows, a + m);
@@ -97,7 +122,7 @@ std::vector<KeyedTensor> Plan::StepInputs(int64_t step, int64_t rows, const std:
 }
 
 std::vector<std::string> Plan::MetricKeys(int64_t step, int64_t rows) const {
-  if (strategy_ == Strategy::kTiles) return {S("met", step)};
+  if (strategy_ == Strategy::kTiles || strategy_ == Strategy::kChain) return {S("met", step)};
   std::vector<std::string> keys;
   for (int64_t k = 0; k < Blocks(rows, MicroRows(rows)); ++k)
     keys.push_back(S("met", step) + T('m', k));
@@ -119,6 +144,10 @@ TaskSpec Plan::Base(int64_t step, int64_t rows) const {
 
 std::vector<TaskSpec> Plan::StepTasks(int64_t step, int64_t rows) const {
   std::vector<TaskSpec> out;
+  if (strategy_ == Strategy::kChain) {
+    ChainTask(step, rows, &out);
+    return out;
+  }
   if (strategy_ == Strategy::kTiles) {
     TilesTasks(step, rows, &out);
   } else {
@@ -298,6 +327,43 @@ void Plan::MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* ou
       out->push_back(std::move(t));
     }
   }
+}
+
+// One task runs the step's mini-batches one after another on the whole model: each one exactly
+// the data strategy's micro-batch task (a single micro-batch) and then its update tasks, so the
+// weights are bitwise those of the data strategy with task size 0, whatever the chain length.
+void Plan::ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
+  TaskSpec t = Base(step, rows);
+  t.key = S("chain", step);
+  t.type = TaskType::kUpdate;  // it writes the next version of every shard
+  t.op = TaskOp::kChain;
+  t.layer = 0;
+  t.layer_end = NumLayers();
+  t.batch = train_.batch;
+  t.parts = static_cast<int>(Blocks(rows, train_.batch));
+  // The global mini-batch index of the chain's first step: chains never cross an epoch.
+  const int64_t batches = epoch_rows_ > 0 ? Blocks(epoch_rows_, train_.batch) : 0;
+  const int64_t chains = batches > 0 ? Blocks(batches, task_size_) : 0;
+  const int64_t first = chains > 0 ? (step / chains) * batches + (step % chains) * task_size_
+                                   : step * task_size_;
+  t.lr = train_.LearningRate(first);
+  for (int64_t j = 1; j < t.parts && t.lrs.empty(); ++j) {
+    if (train_.LearningRate(first + j) != t.lr) {
+      for (int64_t i = 0; i < t.parts; ++i) t.lrs.push_back(train_.LearningRate(first + i));
+    }
+  }
+  t.inputs = {S("x", step), S("t", step)};
+  t.outputs = {S("met", step)};
+  for (const ShardSpec& s : shards_) {
+    t.inputs.push_back(s.key);
+    t.outputs.push_back(s.key);
+  }
+  for (const ShardSpec& s : shards_) {
+    if (s.momentum_key.empty()) continue;
+    t.inputs.push_back(s.momentum_key);
+    t.outputs.push_back(s.momentum_key);
+  }
+  out->push_back(std::move(t));
 }
 
 void Plan::UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {

@@ -1,8 +1,8 @@
 // The partition plan: how one training step (one mini-batch) becomes a graph of tasks.
 //
 // A Plan is built from a JobConfig and a task size (tile edge for tiles, micro-batch rows for
-// data and pipeline) and is cheap to rebuild, so a runtime may change the task size between
-// steps. StepTasks lists a step's tasks with deterministic keys, explicit input and output
+// data and pipeline, mini-batches per task for chain) and is cheap to rebuild, so a runtime may
+// change the task size between steps (chain excepted: there the task size sets what a step is). StepTasks lists a step's tasks with deterministic keys, explicit input and output
 // tensor keys, and every reduction in a fixed order; each task is a pure function of its inputs
 // (ExecuteTask), so any executor that runs the graph produces bitwise the reference result.
 //
@@ -43,11 +43,22 @@ class Plan {
  public:
   Plan() = default;  // an empty plan; use Create
   // `task_size` overrides job.partition.task_size when >= 0; 0 picks the default (tiles: 128,
-  // data and pipeline: the whole mini-batch).
-  static Result<Plan> Create(const JobConfig& job, int64_t task_size = -1);
+  // data and pipeline: the whole mini-batch, chain: ChainSteps). `epoch_rows` is the training
+  // set's size; the chain strategy needs it to map its steps to mini-batches (other strategies,
+  // and plans used only for their shards, may pass 0).
+  static Result<Plan> Create(const JobConfig& job, int64_t task_size = -1, int64_t epoch_rows = 0);
+
+  // Chain: how many mini-batches a task runs when the task size is 0, about 2^19 weights x rows
+  // of work (a few hundred steps of the note's 44-44-1 toy), at most an epoch.
+  static int64_t ChainSteps(const JobConfig& job, int64_t epoch_rows);
+  // step_batch() of the plan Create(job, task_size, epoch_rows) would make.
+  static int64_t StepBatch(const JobConfig& job, int64_t task_size, int64_t epoch_rows);
 
   Strategy strategy() const { return strategy_; }
   int64_t task_size() const { return task_size_; }  // 0 = whole mini-batch (data, pipeline)
+  // Rows of one step: the mini-batch, or for chain task_size consecutive mini-batches (a step
+  // is then one chain task, and a version counts chain steps). Batchers cut steps of this size.
+  int64_t step_batch() const { return step_batch_; }
   const std::vector<int64_t>& widths() const { return widths_; }
   int NumLayers() const { return static_cast<int>(widths_.size()) - 1; }
   // Pipeline: the stages as [first layer, end layer).
@@ -80,10 +91,13 @@ class Plan {
   void TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
+  void ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   int64_t MicroRows(int64_t rows) const;  // micro-batch rows for a mini-batch of `rows`
 
   Strategy strategy_ = Strategy::kData;
   int64_t task_size_ = 0;
+  int64_t step_batch_ = 1;
+  int64_t epoch_rows_ = 0;
   std::vector<int64_t> widths_;
   Activation activation_ = Activation::kTanh;
   LossKind loss_ = LossKind::kMse;

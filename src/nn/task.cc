@@ -40,6 +40,8 @@ std::string_view ToString(TaskOp op) {
       return "stage_backward";
     case TaskOp::kUpdate:
       return "update";
+    case TaskOp::kChain:
+      return "chain";
   }
   return "?";
 }
@@ -56,6 +58,7 @@ std::string EncodeTask(const TaskSpec& t) {
       {"act", static_cast<int>(t.activation)},
       {"loss", static_cast<int>(t.loss)},
       {"lr", t.lr},
+      {"lrs", t.lrs},
       {"mom", t.momentum},
       {"rows", t.rows},
       {"batch", t.batch},
@@ -86,6 +89,7 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
     t.activation = static_cast<Activation>(j.at("act").get<int>());
     t.loss = static_cast<LossKind>(j.at("loss").get<int>());
     t.lr = j.at("lr").get<float>();
+    t.lrs = j.at("lrs").get<std::vector<float>>();
     t.momentum = j.at("mom").get<float>();
     t.rows = j.at("rows").get<int64_t>();
     t.batch = j.at("batch").get<int64_t>();
@@ -102,7 +106,7 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
                                    e.what());
   }
   const int layers = static_cast<int>(t.widths.size()) - 1;
-  bool ok = static_cast<int>(t.op) >= 0 && t.op <= TaskOp::kUpdate &&
+  bool ok = static_cast<int>(t.op) >= 0 && t.op <= TaskOp::kChain &&
             static_cast<int>(t.type) >= 0 && t.type <= TaskType::kUpdate &&
             static_cast<int>(t.activation) >= 0 && t.activation <= Activation::kIdentity &&
             static_cast<int>(t.loss) >= 0 && t.loss <= LossKind::kSoftmaxCrossEntropy &&

@@ -33,6 +33,7 @@ enum class TaskOp {
   kStageForward,    // forward:    layers [layer, layer_end) on a micro-batch (pipeline)
   kStageBackward,   // backward:   gradients of layers [layer, layer_end) (pipeline)
   kUpdate,          // update:     reduce gradients in input order, then SGD on one shard
+  kChain,           // update:     consecutive SGD steps (micro-batch, then every shard's update)
 };
 
 std::string_view ToString(TaskType t);  // "forward", "activation", "loss", "backward", "update"
@@ -51,10 +52,12 @@ struct TaskSpec {
   Activation activation = Activation::kTanh;
   LossKind loss = LossKind::kMse;
   float lr = 0;
+  // Chain: the learning rate of each of its steps when they differ (lr decay); empty = lr.
+  std::vector<float> lrs;
   float momentum = 0;
   // Geometry.
-  int64_t rows = 0;        // batch rows this task sees (a micro-batch or the whole mini-batch)
-  int64_t batch = 0;       // rows of the whole mini-batch: the loss is scaled by 1 / batch
+  int64_t rows = 0;   // batch rows this task sees (a micro-batch, the mini-batch, a chain's)
+  int64_t batch = 0;  // rows of the whole mini-batch: the loss is scaled by 1 / batch
   int layer = 0;           // the layer (tiles, update); the first layer of a stage (pipeline)
   int layer_end = 0;       // one past the last layer of a stage
   int64_t r0 = 0, r1 = 0;  // output rows (of the weight) of a tile

@@ -18,16 +18,19 @@ Result<std::unique_ptr<ReferenceTrainer>> ReferenceTrainer::Create(const JobConf
   ACAN_RETURN_IF_ERROR(CheckDataset(data, job, "training data"));
   std::unique_ptr<ReferenceTrainer> t(new ReferenceTrainer());
   t->job_ = job;
-  ACAN_ASSIGN_OR_RETURN(t->plan_, Plan::Create(job, task_size));
+  ACAN_ASSIGN_OR_RETURN(t->plan_, Plan::Create(job, task_size, data.rows));
   t->data_ = std::make_unique<Dataset>(std::move(data));
-  t->batcher_ =
-      std::make_unique<Batcher>(t->data_.get(), job.train.batch, job.data.shuffle, job.train.seed);
+  t->batcher_ = std::make_unique<Batcher>(t->data_.get(), t->plan_.step_batch(), job.data.shuffle,
+                                          job.train.seed);
   for (auto& [key, v] : t->plan_.InitialState(init)) t->state_[key] = Share(std::move(v));
   return t;
 }
 
 Status ReferenceTrainer::SetTaskSize(int64_t task_size) {
-  ACAN_ASSIGN_OR_RETURN(plan_, Plan::Create(job_, task_size));
+  if (job_.partition.strategy == Strategy::kChain) {
+    return Status::InvalidArgument("the chain strategy's task size fixes its steps: set it once");
+  }
+  ACAN_ASSIGN_OR_RETURN(plan_, Plan::Create(job_, task_size, data_->rows));
   return Status::Ok();
 }
 

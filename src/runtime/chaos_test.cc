@@ -39,6 +39,7 @@ task_size = )" + std::to_string(task_size) +
 struct Case {
   std::string strategy;
   int64_t task_size;
+  int64_t samples = 1536;  // enough steps to last several crash intervals
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.strategy << "/" << c.task_size; }
 
@@ -46,7 +47,7 @@ class ChaosTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   const Case c = GetParam();
-  nn::JobConfig job = Job(c.strategy, c.task_size, 1536);
+  nn::JobConfig job = Job(c.strategy, c.task_size, c.samples);
   nn::Model init = *nn::InitialModel(job);
   nn::Dataset data = *nn::LoadDataset(job);
   auto trainer = *nn::ReferenceTrainer::Create(job, init, data);
@@ -84,7 +85,8 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ChaosTest,
-                         ::testing::Values(Case{"data", 4}, Case{"tiles", 16}, Case{"pipeline", 8}),
+                         ::testing::Values(Case{"data", 4}, Case{"tiles", 16}, Case{"pipeline", 8},
+                                           Case{"chain", 2, 12288}),
                          [](const auto& info) { return info.param.strategy; });
 
 }  // namespace

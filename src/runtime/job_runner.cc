@@ -241,6 +241,11 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
                          const RunOptions& options) {
   if (options.handlers < 1) return Status::InvalidArgument("handlers must be at least 1");
   if (options.window < 1) return Status::InvalidArgument("window must be at least 1");
+  if (options.adapt_task_size && job.partition.strategy == nn::Strategy::kChain) {
+    return Status::InvalidArgument(
+        "the chain strategy's task size sets what a step is and cannot adapt; give "
+        "partition.task_size or let it default once");
+  }
   ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> space, OpenSpace(options.space_uri));
   if (options.wrap_space) space = options.wrap_space(std::move(space));
   ACAN_ASSIGN_OR_RETURN(Key token, Key::Parse(options.job_token));
@@ -329,7 +334,8 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   result.metrics = std::move(metrics);
   result.recovery = telemetry.recovery();
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));
-  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, result.progress.task_size));
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan,
+                        nn::Plan::Create(job, result.progress.task_size, data.rows));
   ACAN_ASSIGN_OR_RETURN(result.model,
                         ReadModel(space.get(), layout, plan, result.progress.total_steps));
   for (int h = 0; h < options.handlers; ++h) {

@@ -58,8 +58,9 @@ Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn
         c.adapt_task_size = options_.adapt_task_size;
         return c;
       }()) {
-  batcher_ =
-      std::make_unique<nn::Batcher>(data_, job_->train.batch, job_->data.shuffle, job_->train.seed);
+  batcher_ = std::make_unique<nn::Batcher>(
+      data_, nn::Plan::StepBatch(*job_, options_.task_size, data_->rows), job_->data.shuffle,
+      job_->train.seed);
   total_steps_ = batcher_->BatchesPerEpoch() * job_->train.epochs;
 }
 
@@ -68,7 +69,7 @@ Manager::~Manager() = default;
 Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
   auto it = plans_.find(task_size);
   if (it == plans_.end()) {
-    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(*job_, task_size));
+    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(*job_, task_size, data_->rows));
     it = plans_.emplace(task_size, std::move(plan)).first;
   }
   return &it->second;

@@ -104,7 +104,8 @@ TEST_P(RuntimeStrategyTest, WindowOneIsBitwiseTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, RuntimeStrategyTest,
                          ::testing::Values(std::pair{"data", 0}, std::pair{"data", 2},
-                                           std::pair{"tiles", 16}, std::pair{"pipeline", 0}));
+                                           std::pair{"tiles", 16}, std::pair{"pipeline", 0},
+                                           std::pair{"chain", 3}, std::pair{"chain", 0}));
 
 RunResult RunWithFaults(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                         FaultOptions faults, std::shared_ptr<FaultCounts> counts) {

@@ -26,8 +26,10 @@ enum class DataSource { kSynthetic, kCsv, kIdx, kFashionMnist };
 enum class InputScale { kAuto, kNone, kUnit };
 // tiles: each layer's weight split into task_size x task_size blocks; data: a task is the
 // forward+backward of a micro-batch of task_size rows; pipeline: stages of layers, each task one
-// stage on a micro-batch of task_size rows.
-enum class Strategy { kTiles, kData, kPipeline };
+// stage on a micro-batch of task_size rows; chain: a task runs task_size consecutive SGD steps
+// (mini-batches) on the whole model, so one hand-over through the space serves many small steps
+// (bitwise the same weights as data with one micro-batch per step).
+enum class Strategy { kTiles, kData, kPipeline, kChain };
 
 std::string_view ToString(Activation a);
 std::string_view ToString(LossKind l);
@@ -95,7 +97,7 @@ struct TrainConfig {
 
 struct PartitionConfig {
   Strategy strategy = Strategy::kData;
-  int64_t task_size = 0;  // tile edge or micro-batch rows; 0 = let the controller choose
+  int64_t task_size = 0;  // tile edge, micro-batch rows or chain steps; 0 = automatic
   int64_t stages = 0;     // pipeline only: number of stages; 0 = one stage per layer
 };
 
