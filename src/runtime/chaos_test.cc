@@ -84,6 +84,42 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   EXPECT_LT(mean(r->progress.epochs[1]), mean(r->progress.epochs[0]));
 }
 
+// A crashed handler's supervisor announces the death at once, so its claimed tasks go out again
+// without waiting for a deadline: with timeouts of an hour the run still finishes, every
+// retransmission was caused by a death or restart notice, and nothing else changes.
+TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
+  nn::JobConfig job = Job("data", 4, 1536);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  auto trainer = *nn::ReferenceTrainer::Create(job, init, data);
+  ASSERT_TRUE(trainer->Train().ok());
+
+  RunOptions o;
+  o.handlers = 3;
+  o.window = 1;
+  o.standby = false;
+  o.handler_restart_delay = 5ms;
+  o.controller.min_timeout = std::chrono::hours(1);
+  o.controller.initial_timeout = std::chrono::hours(1);
+  o.controller.max_timeout = std::chrono::hours(1);
+  o.chaos.crash_interval_s = 0.03;
+  o.chaos.crash_probability = 1.0;
+  o.chaos.crash_manager = false;
+  o.chaos.seed = 8;
+  auto r = RunJob(job, data, init, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(nn::ModelSha256(r->model), nn::ModelSha256(trainer->CurrentModel()));
+  int64_t crashes = 0;
+  for (const auto& h : r->handlers) crashes += h.crashes;
+  EXPECT_GT(crashes, 0);
+  for (const auto& [reason, n] : r->progress.retransmit_reasons) {
+    EXPECT_TRUE(reason == "handler-died" || reason == "handler-restarted") << reason << ": " << n;
+  }
+  if (!r->recovery.handler_ms.empty()) {
+    EXPECT_GT(r->progress.retransmit_reasons["handler-died"], 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, ChaosTest,
                          ::testing::Values(Case{"data", 4}, Case{"tiles", 16}, Case{"pipeline", 8},
                                            Case{"chain", 2, 12288}),

@@ -1,5 +1,6 @@
 #include "runtime/handler.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <thread>
@@ -51,6 +52,20 @@ Status Handler::Announce() {
   return Status::Ok();
 }
 
+Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation) {
+  const std::string key = layout.Alive(handler);
+  auto alive = space->Take(key, 16, Deadline::Now());
+  if (!alive.ok() && !alive.status().IsTimeout()) return alive.status();
+  if (alive.ok()) {
+    for (const Tuple& t : *alive) {  // a newer incarnation's tuple stays
+      auto v = t.value.As<int64_t>();
+      if (v.size() == 1 && v[0] > incarnation) ACAN_RETURN_IF_ERROR(space->Put(key, t.value));
+    }
+  }
+  DoneMessage notice{0, handler, 0, ""};
+  return space->Put(layout.RestartNotice(handler), EncodeDoneMessage(notice));
+}
+
 void Handler::Run(const std::atomic<bool>& stop) {
   std::vector<Pattern> patterns;
   for (const std::string& p : Patterns()) patterns.push_back(Pattern::Parse(p).value());
@@ -75,6 +90,12 @@ void Handler::Run(const std::atomic<bool>& stop) {
       if (got.status().IsCancelled()) return;
       continue;
     }
+    if (stop.load(std::memory_order_relaxed)) {
+      // Stopped while waiting: a crashed processor takes nothing, so what the wait returned goes
+      // back untouched for the others.
+      for (const Tuple& t : *got) (void)space_->Put(t.key.str(), t.value);
+      return;
+    }
     for (size_t i = 0; i < got->size(); ++i) {
       if (!RunTask((*got)[i], stop)) {
         for (size_t j = i; j < got->size(); ++j) {
@@ -98,6 +119,15 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
     return true;
   }
   const TaskMessage& m = *decoded;
+  const auto taken = Clock::now();
+  // Claim it at once, so that from now on a crash here is visible in the space. The claim lasts a
+  // few times what this op has been taking here (slowed down as we are now).
+  double speed_now = std::max(1.0, stats_->speed.load(std::memory_order_relaxed));
+  auto ewma = exec_ns_.find(static_cast<int>(m.spec.op));
+  const auto lease = std::chrono::nanoseconds(static_cast<int64_t>(std::max(
+      double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
+  const std::string claim = layout_.Claim(m.spec.key, options_.id);
+  if (!PutClaim(claim, lease, false).ok()) return false;
   std::vector<Value> inputs;
   std::vector<std::span<const float>> spans;
   inputs.reserve(m.input_keys.size());
@@ -106,18 +136,12 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
     if (!r.ok() || !r->has_value()) {
       // The step moved on (a late duplicate) or the input was lost: the manager resends.
       stats_->missing_inputs.fetch_add(1);
+      (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
       return true;
     }
     inputs.push_back(std::move((*r)->value));
     spans.push_back(inputs.back().As<float>());
   }
-  // The claim lasts a few times what this op has been taking here (slowed down as we are now).
-  double speed_now = std::max(1.0, stats_->speed.load(std::memory_order_relaxed));
-  auto ewma = exec_ns_.find(static_cast<int>(m.spec.op));
-  const auto lease = std::chrono::nanoseconds(static_cast<int64_t>(std::max(
-      double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
-  const std::string claim = layout_.Claim(m.spec.key, options_.id);
-  if (!PutClaim(claim, lease, false).ok()) return false;
   std::vector<std::vector<float>> outputs;
   if (options_.buffers) {
     for (int64_t n : nn::OutputSizes(m.spec)) outputs.push_back(options_.buffers->Get(size_t(n)));
@@ -166,6 +190,14 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
     return !put.IsCancelled();
   }
   (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+  if (options_.trace) {
+    using std::chrono::duration;
+    options_.trace->Slice(
+        TraceRecorder::HandlerLane(options_.id), m.spec.key, nn::ToString(m.spec.op).data(), taken,
+        Clock::now(),
+        fmt::format(R"({{"attempt":{},"read_ms":{:.3f},"exec_ms":{:.3f}}})", m.attempt,
+                    duration<double, std::milli>(start - taken).count(), double(exec_ns) / 1e6));
+  }
   stats_->tasks.fetch_add(1);
   stats_->busy_ns.fetch_add(exec_ns);
   stats_->work.fetch_add(nn::TaskWork(m.spec));

@@ -19,6 +19,7 @@
 #include "nn/task.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/layout.h"
+#include "runtime/trace.h"
 
 namespace acan::runtime {
 
@@ -46,7 +47,15 @@ struct HandlerOptions {
   std::chrono::milliseconds poll{50};
   // Where output buffers come from and go back to; null: fresh buffers every time.
   std::shared_ptr<BufferPool> buffers;
+  // Where each task execution is recorded as a slice; null: not traced.
+  TraceRecorder* trace = nullptr;
 };
+
+// What a supervisor does when it sees its handler die (in process, the slot that runs it; across
+// processes, the parent that waits for it): withdraws the alive tuple of `incarnation` and tells
+// the manager, which then sends that incarnation's claimed tasks again at once instead of at
+// their deadlines. A handler lost with nobody to see it is found by its lapsed claims instead.
+Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation);
 
 class Handler {
  public:

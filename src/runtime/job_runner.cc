@@ -40,9 +40,9 @@ class Telemetry {
       lost_.erase(it);
     }
   }
-  void OnHandlerCrash(const std::vector<std::string>& lost) {
+  void OnHandlerCrash(const std::vector<std::string>& lost, Clock::time_point at) {
     std::lock_guard lock(mu_);
-    for (const auto& k : lost) lost_.emplace(k, Clock::now());
+    for (const auto& k : lost) lost_.emplace(k, at);
   }
   void OnManagerCrash() {
     std::lock_guard lock(mu_);
@@ -139,6 +139,7 @@ class ManagerSlot {
       mo.on_task_done = [this](const std::string& key, int64_t exec_ns) {
         telemetry_->OnTaskDone(key, exec_ns);
       };
+      mo.trace = options_.trace.get();
       Manager manager(space_, layout_, &job_, &data_, mo);
       Status s = manager.Run(crash_);
       const bool was_active = active_.exchange(false);
@@ -150,6 +151,9 @@ class ManagerSlot {
         if (was_active) {
           crashes_.fetch_add(1);
           telemetry_->OnManagerCrash();
+          if (options_.trace) {
+            options_.trace->Instant(TraceRecorder::kManagerLane, "manager crash", "crash");
+          }
         }
         crash_.store(false);
         std::this_thread::sleep_for(options_.manager_restart_delay);
@@ -199,7 +203,15 @@ class HandlerSlot {
   void Start() {
     thread_ = std::thread([this] { Loop(); });
   }
-  void Crash() { stop_.store(true); }
+  // The injected crash: from this moment the handler's work is lost. Its supervisor (this slot,
+  // on the caller's thread) sees it at once and says so; the thread itself notices when its
+  // kernel returns (a kernel cannot be interrupted) and throws the result away.
+  void Crash() {
+    const auto now = Clock::now();
+    if (finished_.load() || stop_.exchange(true)) return;  // already down
+    crashed_at_.store(now.time_since_epoch().count());
+    if (run_.supervise) (void)AnnounceDeath(space_, layout_, options_.id, incarnation_.load());
+  }
   void Stop() {
     finished_.store(true);
     stop_.store(true);
@@ -212,13 +224,18 @@ class HandlerSlot {
  private:
   void Loop() {
     while (!finished_.load()) {
-      ++options_.incarnation;
+      incarnation_.store(++options_.incarnation);
       Handler handler(space_, layout_, options_, &stats_);
       if (!handler.Announce().ok()) return;  // the space closed
       handler.Run(stop_);
       if (finished_.load() || !stop_.load()) return;  // done, or the space closed
       stats_.crashes.fetch_add(1);
-      telemetry_->OnHandlerCrash(handler.abandoned());
+      telemetry_->OnHandlerCrash(handler.abandoned(),
+                                 Clock::time_point(Clock::duration(crashed_at_.load())));
+      if (options_.trace) {
+        options_.trace->Instant(TraceRecorder::HandlerLane(options_.id), "handler crash", "crash",
+                                fmt::format(R"({{"lost_tasks":{}}})", handler.abandoned().size()));
+      }
       std::this_thread::sleep_for(run_.handler_restart_delay);
       stop_.store(false);
     }
@@ -232,6 +249,8 @@ class HandlerSlot {
   HandlerStats stats_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
+  std::atomic<int64_t> incarnation_{0};
+  std::atomic<Clock::rep> crashed_at_{0};
   std::thread thread_;
 };
 
@@ -263,6 +282,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     ho.id = h;
     if (size_t(h) < options.capabilities.size()) ho.capabilities = options.capabilities[h];
     ho.pouch = &pouch;
+    ho.trace = options.trace.get();
     ho.buffers = buffers;
     handlers.push_back(std::make_unique<HandlerSlot>(space.get(), layout, ho, options, &telemetry));
   }

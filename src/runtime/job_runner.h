@@ -19,6 +19,7 @@
 #include "runtime/chaos.h"
 #include "runtime/controller.h"
 #include "runtime/progress.h"
+#include "runtime/trace.h"
 
 namespace acan::runtime {
 
@@ -43,10 +44,15 @@ struct RunOptions {
   // Injected speeds and crashes (the experiments); a crashed handler restarts after this delay.
   ChaosOptions chaos;
   std::chrono::milliseconds handler_restart_delay{100};
+  // A crashed handler's slot announces the death at once (AnnounceDeath), as a process supervisor
+  // would; off, a crash is found only through lapsed claims and the restart notice.
+  bool supervise = true;
   // How often a row of the metrics time series is taken.
   std::chrono::milliseconds metrics_interval{500};
   // Called on the manager's thread after every completed step.
   std::function<void(const Progress&)> on_progress;
+  // Records task executions, retransmissions and crashes (trace.json); null: not traced.
+  std::shared_ptr<TraceRecorder> trace;
   // Called on the manager's thread with the model after each epoch (e.g. to evaluate it).
   std::function<void(int64_t epoch, const nn::Model&)> on_epoch_end;
 };

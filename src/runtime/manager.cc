@@ -364,6 +364,10 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   if (reason) {
     progress_.retransmitted++;
     progress_.retransmit_reasons[reason]++;
+    if (options_.trace) {
+      options_.trace->Instant(TraceRecorder::kManagerLane, "retransmit " + t.spec.key, "retransmit",
+                              fmt::format(R"({{"reason":"{}","attempt":{}}})", reason, t.attempt));
+    }
   }
   return space_->Put(layout_.Task(t.spec.type, t.spec.key), EncodeTaskMessage(m));
 }
@@ -495,9 +499,10 @@ Status Manager::CheckClaimsNow() {
     for (TaskRun& t : st.tasks) {
       if (t.attempt == 0 || t.done) continue;
       ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
-      if (claim != Claim::kStale) continue;
-      controller_.Backoff(t.spec);
-      ACAN_RETURN_IF_ERROR(Dispatch(st, t, "handler-restarted"));
+      if (claim != Claim::kStale && claim != Claim::kDead) continue;
+      // A known death, not a sign of congestion: the timeout stays as it is.
+      ACAN_RETURN_IF_ERROR(
+          Dispatch(st, t, claim == Claim::kDead ? "handler-died" : "handler-restarted"));
     }
   }
   return Status::Ok();
@@ -527,6 +532,7 @@ Status Manager::CheckDeadlines() {
       ACAN_RETURN_IF_ERROR(Dispatch(st, t,
                                     claim == Claim::kNone     ? "timeout"
                                     : claim == Claim::kStale  ? "handler-restarted"
+                                    : claim == Claim::kDead   ? "handler-died"
                                     : claim == Claim::kLapsed ? "claim-lapsed"
                                                               : "hung"));
     }
@@ -550,8 +556,8 @@ Result<Manager::Claim> Manager::ClaimOf(const std::string& task_key) {
     if (current && v[1] > now) return Claim::kAlive;
     if (current) {
       result = Claim::kLapsed;
-    } else if (result == Claim::kNone) {
-      result = Claim::kStale;
+    } else if (result == Claim::kNone || result == Claim::kDead) {
+      result = alive.has_value() ? Claim::kStale : Claim::kDead;
     }
   }
   return result;

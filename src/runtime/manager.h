@@ -31,6 +31,7 @@
 #include "runtime/controller.h"
 #include "runtime/layout.h"
 #include "runtime/progress.h"
+#include "runtime/trace.h"
 
 namespace acan::runtime {
 
@@ -52,6 +53,8 @@ struct ManagerOptions {
   std::function<void()> on_active;
   // Called when a task completes for the first time (on the manager's thread).
   std::function<void(const std::string& task_key, int64_t exec_ns)> on_task_done;
+  // Where retransmissions and take-overs are recorded; null: not traced.
+  TraceRecorder* trace = nullptr;
 };
 
 class Manager {
@@ -101,8 +104,9 @@ class Manager {
   Status CheckDeadlines();
   Status CheckClaimsNow();
   // Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed (its
-  // handler stopped: lost), or only claims of restarted incarnations (lost).
-  enum class Claim { kNone, kAlive, kLapsed, kStale };
+  // handler stopped: lost), only claims of restarted incarnations (lost), or only claims of
+  // handlers announced dead (lost).
+  enum class Claim { kNone, kAlive, kLapsed, kStale, kDead };
   Result<Claim> ClaimOf(const std::string& task_key);
   // A claimed task is sent again anyway after this many timeouts (a hung handler).
   static constexpr int kHungFactor = 16;
