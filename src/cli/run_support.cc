@@ -159,8 +159,9 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
                   out.summary["test_loss"].get<double>(),
                   (long long)out.summary["test_rows"].get<int64_t>());
     }
-    std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv\n",
-                out_dir.c_str(), out_dir.c_str(), out_dir.c_str());
+    std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv%s\n",
+                out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
+                out.run.trace ? (", " + out_dir + "/trace.json").c_str() : "");
   }
   return out;
 }

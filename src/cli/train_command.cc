@@ -18,6 +18,7 @@ struct TrainArgs {
   std::string out = "out";
   std::optional<uint64_t> seed;
   bool quiet = false;
+  bool trace = false;
   // [chaos] overrides
   std::vector<double> speeds;
   std::optional<double> speed_change_s, crash_interval_s, crash_probability;
@@ -47,7 +48,9 @@ int RunTrain() {
   if (g_args.window) o.window = *g_args.window;
   // task_size = 0 in the job file: the controller chooses (and may change) it.
   // A chain's task size fixes what a step is, so it is chosen once (Plan::ChainSteps).
-  o.adapt_task_size = job->partition.task_size == 0 && job->partition.strategy != nn::Strategy::kChain;
+  o.adapt_task_size =
+      job->partition.task_size == 0 && job->partition.strategy != nn::Strategy::kChain;
+  if (g_args.trace) o.trace = std::make_shared<runtime::TraceRecorder>();
   auto outcome = TrainAndReport(*job, o, g_args.init, g_args.out, g_args.quiet);
   return outcome.ok() ? 0 : Fail(outcome.status());
 }
@@ -71,6 +74,9 @@ void AddTrainCommands(CLI::App& app) {
   g_cmd->add_option("--out", g_args.out, "Directory for the artefacts")->capture_default_str();
   g_cmd->add_option("--seed", g_args.seed, "Seed (overrides [train] seed)");
   g_cmd->add_flag("--quiet", g_args.quiet, "No progress lines and no outcome lines");
+  g_cmd->add_flag("--trace", g_args.trace,
+                  "Also write trace.json: every task execution on its handler's lane, "
+                  "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
   g_cmd->add_option("--speeds", g_args.speeds, "[chaos] slow-down factors, e.g. 1,5,10")
       ->delimiter(',');
   g_cmd->add_option("--speed-change-s", g_args.speed_change_s,

@@ -148,6 +148,22 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
 }
 }  // namespace
 
+namespace {
+// Writes `text` to `path` through a temporary file, so a reader never sees half of it.
+Status WriteWhole(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::Unavailable(fmt::format("cannot write '{}': {}", path, ec.message()));
+  return Status::Ok();
+}
+}  // namespace
+
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -157,16 +173,11 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
   }
   ACAN_RETURN_IF_ERROR(nn::SaveModel(dir + "/model.safetensors", run.model));
   ACAN_RETURN_IF_ERROR(WriteMetricsCsv(dir + "/metrics.csv", run));
-  const std::string path = dir + "/summary.json";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << summary.dump(2) << "\n";
-    if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
+  if (run.trace) {
+    ACAN_RETURN_IF_ERROR(WriteWhole(dir + "/trace.json",
+                                    run.trace->ToJson(static_cast<int>(run.handlers.size()))));
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable(fmt::format("cannot write '{}': {}", path, ec.message()));
-  return Status::Ok();
+  return WriteWhole(dir + "/summary.json", summary.dump(2) + "\n");
 }
 
 }  // namespace acan::runtime

@@ -353,6 +353,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   result.wall_s = wall_s;
   result.metrics = std::move(metrics);
   result.recovery = telemetry.recovery();
+  result.trace = options.trace;
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan,
                         nn::Plan::Create(job, result.progress.task_size, data.rows));

@@ -105,6 +105,7 @@ struct RunResult {
   SpaceStats space;
   std::vector<MetricsRow> metrics;
   RecoveryStats recovery;
+  std::shared_ptr<TraceRecorder> trace;  // RunOptions::trace, filled in (null: not traced)
 };
 
 Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, const nn::Model& init,

@@ -3,6 +3,8 @@
 // manager, and with MIMD handlers.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "runtime/job_runner.h"
@@ -206,6 +208,41 @@ TEST(RuntimeTest, LargerWindowConverges) {
   double first = r.progress.epochs[0].loss_sum / double(r.progress.epochs[0].rows);
   double second = r.progress.epochs[1].loss_sum / double(r.progress.epochs[1].rows);
   EXPECT_LT(second, first);
+}
+
+// trace.json: one slice per task execution on its handler's lane, the lanes named, valid JSON.
+TEST(RuntimeTest, TraceHasASlicePerTaskOnItsHandlersLane) {
+  Prepared setup(Job("data", 8, 2, 4));
+  auto& [job, init, data, ref] = setup;
+  RunOptions o;
+  o.handlers = 2;
+  o.standby = false;
+  o.controller.min_timeout = std::chrono::milliseconds(300);
+  o.trace = std::make_shared<TraceRecorder>();
+  RunResult r = RunDistributed(job, init, data, o);
+  ASSERT_TRUE(r.trace);
+  auto j = nlohmann::json::parse(r.trace->ToJson(2));
+  std::map<int, int64_t> slices;
+  std::set<std::string> lanes;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "X") {
+      slices[e.at("tid").get<int>()]++;
+      EXPECT_GE(e.at("dur").get<double>(), 0);
+      EXPECT_TRUE(e.at("args").contains("exec_ms"));
+    }
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") lanes.insert(e["args"]["name"]);
+  }
+  EXPECT_EQ(lanes, (std::set<std::string>{"manager", "handler 0", "handler 1"}));
+  for (const auto& h : r.handlers) EXPECT_EQ(slices[TraceRecorder::HandlerLane(h.id)], h.tasks);
+}
+
+TEST(RuntimeTest, TraceIsBounded) {
+  TraceRecorder trace(2);
+  for (int i = 0; i < 3; ++i) trace.Instant(TraceRecorder::kManagerLane, "x", "test");
+  EXPECT_EQ(trace.size(), 2u);
+  EXPECT_EQ(trace.dropped(), 1);
+  auto j = nlohmann::json::parse(trace.ToJson(0));
+  EXPECT_EQ(j["otherData"]["dropped_events"], 1);
 }
 
 }  // namespace
