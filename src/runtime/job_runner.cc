@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -66,14 +69,41 @@ class Telemetry {
   std::vector<Clock::time_point> manager_crashes_;
 };
 
+// How a run ends: the job finished, or something stopped it. The main thread sleeps on it
+// (waking only for the metrics), so no thread polls while the handlers compute.
+class RunEnd {
+ public:
+  bool finished() const { return finished_.load(); }
+  bool stopped() const { return stopped_.load(); }
+  bool over() const { return finished() || stopped(); }
+  void Finish() { Set(&finished_); }
+  void Stop() { Set(&stopped_); }
+  // Waits until the run is over or `until`; true when it is over.
+  bool WaitUntil(Clock::time_point until) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_until(lock, until, [&] { return over(); });
+  }
+
+ private:
+  void Set(std::atomic<bool>* flag) {
+    {
+      std::lock_guard lock(mu_);
+      flag->store(true);
+    }
+    cv_.notify_all();
+  }
+  std::atomic<bool> finished_{false}, stopped_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
 // Runs managers in one slot: a manager that crashes is replaced by a new one (a new incarnation
 // with no local state) after a short delay, until the job is finished or the run stops.
 class ManagerSlot {
  public:
   ManagerSlot(int id, Space* space, const Layout& layout, const nn::JobConfig& job,
               const nn::Dataset& data, const RunOptions& options, Telemetry* telemetry,
-              std::atomic<bool>* finished, std::atomic<bool>* stop_all,
-              std::atomic<bool>* killed_once)
+              RunEnd* end, std::atomic<bool>* killed_once)
       : id_(id),
         space_(space),
         layout_(layout),
@@ -81,12 +111,14 @@ class ManagerSlot {
         data_(data),
         options_(options),
         telemetry_(telemetry),
-        finished_(finished),
-        stop_all_(stop_all),
+        end_(end),
         killed_once_(killed_once) {}
 
   void Start() {
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), fmt::format("acan-manager{}", id_).c_str());
+      Loop();
+    });
   }
   void Join() {
     if (thread_.joinable()) thread_.join();
@@ -112,7 +144,7 @@ class ManagerSlot {
 
  private:
   void Loop() {
-    while (!finished_->load() && !stop_all_->load()) {
+    while (!end_->over()) {
       ManagerOptions mo;
       mo.owner = fmt::format("manager-{}", id_);
       mo.window = options_.window;
@@ -144,10 +176,10 @@ class ManagerSlot {
       Status s = manager.Run(crash_);
       const bool was_active = active_.exchange(false);
       if (s.ok()) {
-        finished_->store(true);
+        end_->Finish();
         return;
       }
-      if (s.IsCancelled() && !finished_->load() && !stop_all_->load()) {
+      if (s.IsCancelled() && !end_->over()) {
         if (was_active) {
           crashes_.fetch_add(1);
           telemetry_->OnManagerCrash();
@@ -162,7 +194,7 @@ class ManagerSlot {
       if (!s.IsCancelled() && !s.IsUnavailable()) {
         std::lock_guard lock(mu_);
         status_ = s;
-        stop_all_->store(true);
+        end_->Stop();
       }
       return;
     }
@@ -175,8 +207,7 @@ class ManagerSlot {
   const nn::Dataset& data_;
   const RunOptions& options_;
   Telemetry* telemetry_;
-  std::atomic<bool>* finished_;
-  std::atomic<bool>* stop_all_;
+  RunEnd* end_;
   std::atomic<bool>* killed_once_;  // the test hook kills one manager per run
   std::atomic<bool> crash_{false};
   std::atomic<bool> active_{false};
@@ -201,7 +232,10 @@ class HandlerSlot {
         telemetry_(telemetry) {}
 
   void Start() {
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), fmt::format("acan-h{}", options_.id).c_str());
+      Loop();
+    });
   }
   // The injected crash: from this moment the handler's work is lost. Its supervisor (this slot,
   // on the caller's thread) sees it at once and says so; the thread itself notices when its
@@ -273,7 +307,8 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
 
   const auto start = Clock::now();
   Telemetry telemetry;
-  std::atomic<bool> finished{false}, stop_all{false}, killed_once{false};
+  RunEnd end;
+  std::atomic<bool> killed_once{false};
   std::atomic<int> pouch{options.pouch};
   auto buffers = std::make_shared<BufferPool>(size_t{512} << 20);
   std::vector<std::unique_ptr<HandlerSlot>> handlers;
@@ -289,7 +324,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   std::vector<std::unique_ptr<ManagerSlot>> slots;
   for (int m = 0; m < (options.standby ? 2 : 1); ++m) {
     slots.push_back(std::make_unique<ManagerSlot>(m, space.get(), layout, job, data, options,
-                                                  &telemetry, &finished, &stop_all, &killed_once));
+                                                  &telemetry, &end, &killed_once));
   }
   Chaos chaos(options.chaos, options.handlers,
               ChaosActions{[&](int h, double speed) { handlers[h]->stats().speed.store(speed); },
@@ -332,12 +367,9 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     for (auto& s : slots) row.manager_crashes += s->crashes();
     metrics.push_back(std::move(row));
   };
-  while (!finished.load() && !stop_all.load()) {
-    std::this_thread::sleep_for(milliseconds(1));
-    if (Clock::now() >= next_sample) {
-      sample();
-      next_sample += options.metrics_interval;
-    }
+  while (!end.WaitUntil(next_sample)) {
+    sample();
+    next_sample += options.metrics_interval;
   }
   // The run is over when the last step is applied: what follows is shutting down.
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();

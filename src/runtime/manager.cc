@@ -459,8 +459,10 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
   ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->front().value));
   v = step + 1;
   progress_.versions_applied++;
-  // Versions older than the window can no longer be read by a task being dispatched.
-  int64_t stale = step + 1 - options_.window - 1;
+  // Every task of step `step` that reads this shard has completed (the update needed their
+  // outputs), and a later step t reads a version >= t - W + 1 >= step + 2 - W: older versions can
+  // go now, their buffers back to the pool while still warm (with W = 1, the one just replaced).
+  int64_t stale = step + 1 - options_.window;
   if (stale >= 0) (void)space_->Take(layout_.State(key, stale), 16, Deadline::Now());
   return Status::Ok();
 }
@@ -675,9 +677,15 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     // before the versions it reads exist, so the step begins the moment they do.
     while (static_cast<int64_t>(active_.size()) < options_.window + 1 &&
            next_admit_ < total_steps_ && MinVersion() >= next_admit_ - options_.window) {
+      const auto begin = Clock::now();
       ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
+      if (options_.trace) {
+        options_.trace->Slice(TraceRecorder::kManagerLane, fmt::format("admit s{}", next_admit_ - 1),
+                              "manager", begin, Clock::now());
+      }
     }
     auto dones = space_->Take(done, 256, Deadline(NextWake()));
+    const auto begin = Clock::now();
     if (dones.ok()) {
       for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
       ACAN_RETURN_IF_ERROR(DispatchReady());
@@ -685,8 +693,15 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     } else if (!dones.status().IsTimeout()) {
       return dones.status();
     }
+    const auto dispatched = Clock::now();
     ACAN_RETURN_IF_ERROR(CheckDeadlines());
     ACAN_RETURN_IF_ERROR(FinalizeSteps());
+    if (options_.trace && dones.ok()) {
+      options_.trace->Slice(TraceRecorder::kManagerLane,
+                            fmt::format("{} done", dones->size()), "manager", begin, dispatched);
+      options_.trace->Slice(TraceRecorder::kManagerLane, "deadlines, finalize", "manager",
+                            dispatched, Clock::now());
+    }
   }
   return Status::Ok();
 }
