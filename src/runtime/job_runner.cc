@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -231,9 +232,17 @@ class HandlerSlot {
         run_(run),
         telemetry_(telemetry) {}
 
+  // Binds the handler's thread to one CPU (before Start).
+  void PinTo(int cpu) { cpu_ = cpu; }
   void Start() {
     thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), fmt::format("acan-h{}", options_.id).c_str());
+      if (cpu_ >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu_, &set);
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+      }
       Loop();
     });
   }
@@ -285,6 +294,7 @@ class HandlerSlot {
   std::atomic<bool> finished_{false};
   std::atomic<int64_t> incarnation_{0};
   std::atomic<Clock::rep> crashed_at_{0};
+  int cpu_ = -1;
   std::thread thread_;
 };
 
@@ -333,6 +343,19 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
                              for (auto& s : slots) s->CrashIfActive();
                            }});
   chaos.Start();
+  if (options.pin_handlers) {
+    // One handler per CPU this process may use, when there are enough: otherwise the scheduler
+    // may wake two compute-bound handlers on one core and leave them there for milliseconds.
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 &&
+        CPU_COUNT(&allowed) >= options.handlers) {
+      int h = 0;
+      for (int cpu = 0; cpu < CPU_SETSIZE && h < options.handlers; ++cpu) {
+        if (CPU_ISSET(cpu, &allowed)) handlers[h++]->PinTo(cpu);
+      }
+    }
+  }
   for (auto& h : handlers) h->Start();
   for (auto& s : slots) s->Start();
 
