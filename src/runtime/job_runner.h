@@ -34,7 +34,8 @@ struct RunOptions {
   // Per handler (MIMD): the task types it runs; empty or missing means every type (SIMD).
   std::vector<std::vector<nn::TaskType>> capabilities;
   int pouch = 1;  // tasks a handler takes at once (the manager's pouch is the controller's)
-  // Bind handler h to the h-th CPU this process may run on, when there is one per handler.
+  // Bind handler h to the h-th CPU this process may run on, when there is one per handler and no
+  // slow-down factor is injected (chaos.speeds other than 1).
   bool pin_handlers = true;
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   std::chrono::milliseconds lease{500};
