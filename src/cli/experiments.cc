@@ -281,14 +281,22 @@ int Robustness(const std::string& out, bool quick) {
   const auto& hr = rec["handler_crash_to_retransmitted_done"];
   if (!hr["median_ms"].is_null()) {
     std::printf(
-        "recovery: crash -> retransmitted task done: median %.1f ms, p95 %.1f ms over %d; "
-        "median task %.2f ms; ratio %.1f (goal <= 3); the lost tasks' own median %.2f ms, ratio "
-        "%.1f\n",
+        "recovery: crash -> retransmitted task done: median %.1f ms, p95 %.1f ms over %d lost "
+        "tasks\n  each against the median time of its own class (the same task in the other "
+        "steps), median: %.1fx (goal <= 3)\n  against the lost tasks' own re-execution (median "
+        "%.2f ms): %.1fx\n  against the median of every task (%.2f ms; mostly bias updates, never "
+        "lost): %.1fx\n",
         hr["median_ms"].get<double>(), hr["p95_ms"].get<double>(), hr["count"].get<int>(),
-        rec["task"]["median_ms"].get<double>(),
-        rec["median_recovery_over_median_task"].get<double>(),
+        rec["median_recovery_over_own_class_median_task"].get<double>(),
         rec["lost_task"]["median_ms"].get<double>(),
-        rec["median_recovery_over_median_lost_task"].get<double>());
+        rec["median_recovery_over_median_lost_task"].get<double>(),
+        rec["task"]["median_ms"].get<double>(),
+        rec["median_recovery_over_median_task"].get<double>());
+    const double ratio = rec["median_recovery_over_own_class_median_task"].get<double>();
+    Claim(&all, ratio <= 3,
+          fmt::format("recovery at most 3x the lost task's usual time (median over lost tasks of "
+                      "recovery / median time of its class: {:.1f}x)",
+                      ratio));
   }
   nlohmann::json j = {{"experiment", "robustness"},
                       {"quick", quick},

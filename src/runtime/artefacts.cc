@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "nn/trainer.h"
 
@@ -113,6 +114,24 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
       hq["median_ms"].is_null() || lq["median_ms"].is_null() || lq["median_ms"].get<double>() <= 0
           ? json(nullptr)
           : json(hq["median_ms"].get<double>() / lq["median_ms"].get<double>());
+  // Each lost task against the median time of its own class (the same task in the other steps):
+  // the median task of a run is often a bias update of a few microseconds, which nobody loses.
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  json by_class = json::object();
+  for (const auto& [cls, v] : run.recovery.task_ms_by_class) by_class[cls] = quantiles(v);
+  recovery["task_by_class"] = by_class;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < run.recovery.lost_classes.size() && i < run.recovery.handler_ms.size();
+       ++i) {
+    auto it = run.recovery.task_ms_by_class.find(run.recovery.lost_classes[i]);
+    const double m = it == run.recovery.task_ms_by_class.end() ? 0 : median(it->second);
+    if (m > 0) ratios.push_back(run.recovery.handler_ms[i] / m);
+  }
+  recovery["median_recovery_over_own_class_median_task"] =
+      ratios.empty() ? json(nullptr) : json(median(ratios));
   j["recovery"] = recovery;
   j["weights_sha256"] = nn::ModelSha256(run.model);
   j["strategy"] = std::string(nn::ToString(job.partition.strategy));

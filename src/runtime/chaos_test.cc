@@ -118,6 +118,14 @@ TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
   if (!r->recovery.handler_ms.empty()) {
     EXPECT_GT(r->progress.retransmit_reasons["handler-died"], 0);
   }
+  // Each lost task is measured against its class: the same task in the other steps.
+  ASSERT_EQ(r->recovery.lost_classes.size(), r->recovery.handler_ms.size());
+  for (const std::string& c : r->recovery.lost_classes) {
+    EXPECT_TRUE(c == "mb.m0" || c == "mb.m1" || c == "mb.m2" || c == "mb.m3" ||
+                c.starts_with("upd.l"))
+        << c;
+    EXPECT_GT(r->recovery.task_ms_by_class.count(c), 0u) << c;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ChaosTest,

@@ -23,6 +23,25 @@ using std::chrono::milliseconds;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// A task key without its step token: "mb.s12.m0" -> "mb.m0".
+std::string TaskClass(const std::string& key) {
+  std::string out;
+  size_t begin = 0;
+  while (begin <= key.size()) {
+    size_t end = key.find('.', begin);
+    if (end == std::string::npos) end = key.size();
+    std::string_view token(key.data() + begin, end - begin);
+    const bool step = token.size() > 1 && token[0] == 's' &&
+                      token.find_first_not_of("0123456789", 1) == std::string_view::npos;
+    if (!step) {
+      if (!out.empty()) out += '.';
+      out += token;
+    }
+    begin = end + 1;
+  }
+  return out;
+}
+
 // What the run's threads report while it goes: the latest progress and controller state, and the
 // crash-to-recovery times.
 class Telemetry {
@@ -36,11 +55,16 @@ class Telemetry {
   }
   void OnTaskDone(const std::string& key, int64_t exec_ns) {
     std::lock_guard lock(mu_);
-    if (recovery_.task_ms.size() < 100000) recovery_.task_ms.push_back(double(exec_ns) / 1e6);
+    const std::string cls = TaskClass(key);
+    if (recovery_.task_ms.size() < 100000) {
+      recovery_.task_ms.push_back(double(exec_ns) / 1e6);
+      recovery_.task_ms_by_class[cls].push_back(double(exec_ns) / 1e6);
+    }
     auto it = lost_.find(key);
     if (it != lost_.end()) {
       recovery_.handler_ms.push_back(Ms(Clock::now() - it->second));
       recovery_.lost_task_ms.push_back(double(exec_ns) / 1e6);
+      recovery_.lost_classes.push_back(cls);
       lost_.erase(it);
     }
   }

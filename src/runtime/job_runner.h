@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,10 @@ struct RecoveryStats {
   std::vector<double> lost_task_ms;  // execution time of those retransmissions
   std::vector<double> manager_ms;    // crash -> the next step completes
   std::vector<double> task_ms;       // execution time of completed tasks (a sample)
+  // The same per class of task: its key without the step ("mb.m0", "upd.l1.w"), the same task in
+  // every step.
+  std::map<std::string, std::vector<double>> task_ms_by_class;
+  std::vector<std::string> lost_classes;  // the class of each lost task, as handler_ms
 };
 
 struct HandlerReport {
