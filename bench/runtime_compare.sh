@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The runtime against the reference trainer and PyTorch, measured in the same run.
-# Usage: bench/runtime_compare.sh [BUILD_DIR] [STEPS]   (needs BUILD_DIR/bench/runtime_compare)
+# Usage: bench/runtime_compare.sh [BUILD_DIR] [STEPS] [ROUNDS]   (needs BUILD_DIR/bench/runtime_compare)
 set -euo pipefail
 build=${1:-build}
 steps=${2:-60}
+rounds=${3:-5}
 here=$(cd "$(dirname "$0")" && pwd)
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 /usr/bin/python3 -c 'import torch' 2>/dev/null || {
   echo "error: PyTorch is missing; install it with: scripts/install-deps.sh --bench" >&2; exit 1; }
-acan_out=$("$build/bench/runtime_compare" --steps "$steps")
+acan_out=$("$build/bench/runtime_compare" --steps "$steps" --rounds "$rounds")
 torch_out=$(/usr/bin/python3 "$here/torch_mlp.py" 3)
 echo "$acan_out" | grep -v samples_per_s=
 echo "$acan_out" | grep -q "bitwise=NO" && { echo "error: a chain run's weights differ" >&2; exit 1; }
