@@ -6,10 +6,10 @@
 //     as `runtime_toy_w<W> samples_per_s=<x>` for bench/runtime_compare.sh to set against PyTorch.
 //
 //   runtime_compare [--steps N]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -72,7 +72,7 @@ loss = "mse"
 [data]
 source = "synthetic"
 samples = )" + std::to_string(samples) +
-                             R"(
+                                          R"(
 [train]
 epochs = 1
 batch = 1
@@ -123,12 +123,14 @@ int main(int argc, char** argv) {
       auto trainer = Check(nn::ReferenceTrainer::Create(job, init, data));
       auto t0 = Clock::now();
       Check(trainer->Train());
-      const double ref = double(data.rows) / std::chrono::duration<double>(Clock::now() - t0).count();
+      const double ref =
+          double(data.rows) / std::chrono::duration<double>(Clock::now() - t0).count();
       ref_sha = nn::ModelSha256(trainer->CurrentModel());
       runtime::RunOptions o;
       o.handlers = 2;
       o.window = 1;
       o.standby = false;
+      o.pin_handlers = true;
       if (trace_path && round == rounds && batch == 64)
         o.trace = std::make_shared<runtime::TraceRecorder>();
       auto run = Check(runtime::RunJob(job, data, init, o));
@@ -148,9 +150,10 @@ int main(int argc, char** argv) {
       ref_rates.push_back(ref), w1_rates.push_back(w1), w2_rates.push_back(w2);
       w1_ratios.push_back(w1 / ref), w2_ratios.push_back(w2 / ref);
     }
-    std::printf("MLP 784-1024-1024-10, batch %lld, data partition (micro-batches of %lld), "
-                "%lld samples, %d rounds\n",
-                (long long)batch, (long long)micro, (long long)data.rows, rounds);
+    std::printf(
+        "MLP 784-1024-1024-10, batch %lld, data partition (micro-batches of %lld), "
+        "%lld samples, %d rounds\n",
+        (long long)batch, (long long)micro, (long long)data.rows, rounds);
     for (const auto& h : last_handlers) {
       std::printf("  handler %d: %lld tasks, busy %.2f s of %.2f s (%.0f%%)\n", h.id,
                   (long long)h.tasks, h.busy_s, last_wall, 100 * h.busy_s / last_wall);
@@ -193,8 +196,7 @@ int main(int argc, char** argv) {
     auto run = Check(runtime::RunJob(chain, tdata, tinit, o));
     std::printf("runtime_toy_chain%lld samples_per_s=%.0f bitwise=%s\n",
                 (long long)(k ? k : nn::Plan::ChainSteps(chain, tdata.rows)),
-                double(tdata.rows) / run.wall_s,
-                nn::ModelSha256(run.model) == want ? "yes" : "NO");
+                double(tdata.rows) / run.wall_s, nn::ModelSha256(run.model) == want ? "yes" : "NO");
   }
   return all_equal ? 0 : 1;
 }

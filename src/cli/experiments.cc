@@ -279,7 +279,9 @@ int Robustness(const std::string& out, bool quick) {
                 mc = s["crashes"]["manager"].get<int64_t>();
   Claim(&all, hc > 0 && mc > 0, fmt::format("crashes happened ({} handler, {} manager)", hc, mc));
   const auto& hr = rec["handler_crash_to_retransmitted_done"];
-  if (!hr["median_ms"].is_null()) {
+  if (!hr["median_ms"].is_null() && !rec["median_recovery_over_own_class_median_task"].is_null() &&
+      !rec["median_recovery_over_median_lost_task"].is_null() &&
+      !rec["median_recovery_over_median_task"].is_null()) {
     std::printf(
         "recovery: crash -> retransmitted task done: median %.1f ms, p95 %.1f ms over %d lost "
         "tasks\n  each against the median time of its own class (the same task in the other "

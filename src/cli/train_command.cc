@@ -19,6 +19,7 @@ struct TrainArgs {
   std::optional<uint64_t> seed;
   bool quiet = false;
   bool trace = false;
+  bool no_pin = false;
   // [chaos] overrides
   std::vector<double> speeds;
   std::optional<double> speed_change_s, crash_interval_s, crash_probability;
@@ -51,6 +52,7 @@ int RunTrain() {
   o.adapt_task_size =
       job->partition.task_size == 0 && job->partition.strategy != nn::Strategy::kChain;
   if (g_args.trace) o.trace = std::make_shared<runtime::TraceRecorder>();
+  o.pin_handlers = !g_args.no_pin;
   auto outcome = TrainAndReport(*job, o, g_args.init, g_args.out, g_args.quiet);
   return outcome.ok() ? 0 : Fail(outcome.status());
 }
@@ -74,6 +76,9 @@ void AddTrainCommands(CLI::App& app) {
   g_cmd->add_option("--out", g_args.out, "Directory for the artefacts")->capture_default_str();
   g_cmd->add_option("--seed", g_args.seed, "Seed (overrides [train] seed)");
   g_cmd->add_flag("--quiet", g_args.quiet, "No progress lines and no outcome lines");
+  g_cmd->add_flag("--no-pin", g_args.no_pin,
+                  "Do not bind handler h to the h-th CPU (bound when there is a CPU per handler "
+                  "and no --speeds; unbind when several runs share the machine)");
   g_cmd->add_flag("--trace", g_args.trace,
                   "Also write trace.json: every task execution on its handler's lane, "
                   "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");

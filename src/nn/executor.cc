@@ -344,6 +344,11 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
                                      " (a tensor of another step or task size?)");
     }
   }
+  if (t.outputs.size() != OutputSizes(t).size()) {
+    return Status::InvalidArgument("task " + t.key + ": names " + std::to_string(t.outputs.size()) +
+                                   " outputs, its kernel makes " +
+                                   std::to_string(OutputSizes(t).size()));
+  }
   out->resize(t.outputs.size());
   const int L = t.NumLayers();
   switch (t.op) {
@@ -440,8 +445,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       }
       if (!t.lrs.empty() && static_cast<int64_t>(t.lrs.size()) != t.parts) {
         return Status::InvalidArgument("task " + t.key + ": " + std::to_string(t.lrs.size()) +
-                                       " learning rates for " + std::to_string(t.parts) +
-                                       " steps");
+                                       " learning rates for " + std::to_string(t.parts) + " steps");
       }
       ACAN_RETURN_IF_ERROR(RunChain(t, in, out));
       break;

@@ -37,9 +37,10 @@ constexpr std::pair<std::string_view, DataSource> kSources[] = {
     {"fashion-mnist", DataSource::kFashionMnist}};
 constexpr std::pair<std::string_view, InputScale> kScales[] = {
     {"auto", InputScale::kAuto}, {"none", InputScale::kNone}, {"unit", InputScale::kUnit}};
-constexpr std::pair<std::string_view, Strategy> kStrategies[] = {
-    {"tiles", Strategy::kTiles}, {"data", Strategy::kData}, {"pipeline", Strategy::kPipeline},
-    {"chain", Strategy::kChain}};
+constexpr std::pair<std::string_view, Strategy> kStrategies[] = {{"tiles", Strategy::kTiles},
+                                                                 {"data", Strategy::kData},
+                                                                 {"pipeline", Strategy::kPipeline},
+                                                                 {"chain", Strategy::kChain}};
 
 template <typename E, size_t N>
 std::string_view Name(E e, const std::pair<std::string_view, E> (&table)[N]) {

@@ -344,8 +344,8 @@ void Plan::ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) con
   // The global mini-batch index of the chain's first step: chains never cross an epoch.
   const int64_t batches = epoch_rows_ > 0 ? Blocks(epoch_rows_, train_.batch) : 0;
   const int64_t chains = batches > 0 ? Blocks(batches, task_size_) : 0;
-  const int64_t first = chains > 0 ? (step / chains) * batches + (step % chains) * task_size_
-                                   : step * task_size_;
+  const int64_t first =
+      chains > 0 ? (step / chains) * batches + (step % chains) * task_size_ : step * task_size_;
   t.lr = train_.LearningRate(first);
   for (int64_t j = 1; j < t.parts && t.lrs.empty(); ++j) {
     if (train_.LearningRate(first + j) != t.lr) {

@@ -2,9 +2,10 @@
 //
 // A Plan is built from a JobConfig and a task size (tile edge for tiles, micro-batch rows for
 // data and pipeline, mini-batches per task for chain) and is cheap to rebuild, so a runtime may
-// change the task size between steps (chain excepted: there the task size sets what a step is). StepTasks lists a step's tasks with deterministic keys, explicit input and output
-// tensor keys, and every reduction in a fixed order; each task is a pure function of its inputs
-// (ExecuteTask), so any executor that runs the graph produces bitwise the reference result.
+// change the task size between steps (chain excepted: there the task size sets what a step is).
+// StepTasks lists a step's tasks with deterministic keys, explicit input and output tensor keys,
+// and every reduction in a fixed order; each task is a pure function of its inputs (ExecuteTask),
+// so any executor that runs the graph produces bitwise the reference result.
 //
 // Parameters are sharded per tensor, independent of the task size: shard `param.l<i>.w` is
 // layers.<i>.weight, `param.l<i>.b` is layers.<i>.bias, and with momentum `mom.l<i>.w|b` holds

@@ -89,7 +89,7 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
     t.activation = static_cast<Activation>(j.at("act").get<int>());
     t.loss = static_cast<LossKind>(j.at("loss").get<int>());
     t.lr = j.at("lr").get<float>();
-    t.lrs = j.at("lrs").get<std::vector<float>>();
+    t.lrs = j.value("lrs", std::vector<float>{});
     t.momentum = j.at("mom").get<float>();
     t.rows = j.at("rows").get<int64_t>();
     t.batch = j.at("batch").get<int64_t>();

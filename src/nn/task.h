@@ -56,8 +56,8 @@ struct TaskSpec {
   std::vector<float> lrs;
   float momentum = 0;
   // Geometry.
-  int64_t rows = 0;   // batch rows this task sees (a micro-batch, the mini-batch, a chain's)
-  int64_t batch = 0;  // rows of the whole mini-batch: the loss is scaled by 1 / batch
+  int64_t rows = 0;        // batch rows this task sees (a micro-batch, the mini-batch, a chain's)
+  int64_t batch = 0;       // rows of the whole mini-batch: the loss is scaled by 1 / batch
   int layer = 0;           // the layer (tiles, update); the first layer of a stage (pipeline)
   int layer_end = 0;       // one past the last layer of a stage
   int64_t r0 = 0, r1 = 0;  // output rows (of the weight) of a tile

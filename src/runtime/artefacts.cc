@@ -193,8 +193,8 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
   ACAN_RETURN_IF_ERROR(nn::SaveModel(dir + "/model.safetensors", run.model));
   ACAN_RETURN_IF_ERROR(WriteMetricsCsv(dir + "/metrics.csv", run));
   if (run.trace) {
-    ACAN_RETURN_IF_ERROR(WriteWhole(dir + "/trace.json",
-                                    run.trace->ToJson(static_cast<int>(run.handlers.size()))));
+    ACAN_RETURN_IF_ERROR(
+        WriteWhole(dir + "/trace.json", run.trace->ToJson(static_cast<int>(run.handlers.size()))));
   }
   return WriteWhole(dir + "/summary.json", summary.dump(2) + "\n");
 }

@@ -116,7 +116,10 @@ TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
     EXPECT_TRUE(reason == "handler-died" || reason == "handler-restarted") << reason << ": " << n;
   }
   if (!r->recovery.handler_ms.empty()) {
-    EXPECT_GT(r->progress.retransmit_reasons["handler-died"], 0);
+    // Mostly deaths; a restart notice read first reports the same loss as a restart.
+    EXPECT_GT(r->progress.retransmit_reasons["handler-died"] +
+                  r->progress.retransmit_reasons["handler-restarted"],
+              0);
   }
   // Each lost task is measured against its class: the same task in the other steps.
   ASSERT_EQ(r->recovery.lost_classes.size(), r->recovery.handler_ms.size());

@@ -97,26 +97,32 @@ void Handler::Run(const std::atomic<bool>& stop) {
       return;
     }
     for (size_t i = 0; i < got->size(); ++i) {
-      if (!RunTask((*got)[i], stop)) {
-        for (size_t j = i; j < got->size(); ++j) {
-          const Key& k = (*got)[j].key;  // <job>.task.<type>.<task key>
-          std::string_view full = k.str();
-          size_t skip = k.token(0).size() + k.token(1).size() + k.token(2).size() + 3;
-          abandoned_.emplace_back(full.substr(skip));
-        }
-        return;
+      const Outcome outcome = RunTask((*got)[i], stop);
+      if (outcome == Outcome::kDone) continue;
+      // Stopped: the task in hand is lost (or, not started, goes back), the rest of the pouch
+      // was never started and goes back for the others.
+      if (outcome == Outcome::kLost) {
+        const Key& k = (*got)[i].key;  // <job>.task.<type>.<task key>
+        std::string_view full = k.str();
+        size_t skip = k.token(0).size() + k.token(1).size() + k.token(2).size() + 3;
+        abandoned_.emplace_back(full.substr(skip));
       }
+      for (size_t j = outcome == Outcome::kLost ? i + 1 : i; j < got->size(); ++j) {
+        (void)space_->Put((*got)[j].key.str(), (*got)[j].value);
+      }
+      return;
     }
   }
 }
 
-bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
+Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
+  if (stop.load(std::memory_order_relaxed)) return Outcome::kNotStarted;
   auto decoded = DecodeTaskMessage(tuple.value);
   if (!decoded.ok()) {
     stats_->bad_tuples.fetch_add(1);
     spdlog::warn("handler {}: dropping task tuple '{}': {}", options_.id, tuple.key.str(),
                  decoded.status().ToString());
-    return true;
+    return Outcome::kDone;
   }
   const TaskMessage& m = *decoded;
   const auto taken = Clock::now();
@@ -127,7 +133,13 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   const auto lease = std::chrono::nanoseconds(static_cast<int64_t>(std::max(
       double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
   const std::string claim = layout_.Claim(m.spec.key, options_.id);
-  if (!PutClaim(claim, lease, false).ok()) return false;
+  if (!PutClaim(claim, lease, false).ok()) return Outcome::kLost;
+  if (stop.load(std::memory_order_relaxed)) {
+    // Stopped before it began (its death may already have been announced and looked at): as if
+    // never taken.
+    (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+    return Outcome::kNotStarted;
+  }
   std::vector<Value> inputs;
   std::vector<std::span<const float>> spans;
   inputs.reserve(m.input_keys.size());
@@ -137,7 +149,7 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
       // The step moved on (a late duplicate) or the input was lost: the manager resends.
       stats_->missing_inputs.fetch_add(1);
       (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
-      return true;
+      return Outcome::kDone;
     }
     inputs.push_back(std::move((*r)->value));
     spans.push_back(inputs.back().As<float>());
@@ -159,7 +171,7 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
     auto renew = start + lease / 2;
     while (Clock::now() < until && !stop.load(std::memory_order_relaxed)) {
       if (Clock::now() >= renew) {
-        if (!PutClaim(claim, lease, true).ok()) return false;
+        if (!PutClaim(claim, lease, true).ok()) return Outcome::kLost;
         renew = Clock::now() + lease / 2;
       }
       std::this_thread::sleep_until(
@@ -170,7 +182,7 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   const int64_t exec_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exec).count();
   if (stop.load(std::memory_order_relaxed)) {
     stats_->lost_ns.fetch_add(exec_ns);
-    return false;  // crashed mid-task: nothing is reported
+    return Outcome::kLost;  // crashed mid-task: nothing is reported
   }
   DoneMessage done{m.attempt, options_.id, exec_ns, ""};
   if (s.ok()) {
@@ -181,13 +193,13 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
       Value value = options_.buffers ? options_.buffers->Wrap(std::move(outputs[i]))
                                      : Value::FromVector(std::move(outputs[i]));
       Status put = space_->Put(key, std::move(value));
-      if (!put.ok()) return !put.IsCancelled();
+      if (!put.ok()) return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
     }
   } else {
     done.error = s.ToString();
   }
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
-    return !put.IsCancelled();
+    return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
   (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
   if (options_.trace) {
@@ -201,7 +213,7 @@ bool Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   stats_->tasks.fetch_add(1);
   stats_->busy_ns.fetch_add(exec_ns);
   stats_->work.fetch_add(nn::TaskWork(m.spec));
-  return true;
+  return Outcome::kDone;
 }
 
 }  // namespace acan::runtime

@@ -52,9 +52,9 @@ struct HandlerOptions {
 };
 
 // What a supervisor does when it sees its handler die (in process, the slot that runs it; across
-// processes, the parent that waits for it): withdraws the alive tuple of `incarnation` and tells
-// the manager, which then sends that incarnation's claimed tasks again at once instead of at
-// their deadlines. A handler lost with nobody to see it is found by its lapsed claims instead.
+// processes it would be the parent that waits for it): withdraws the alive tuple of `incarnation`
+// and tells the manager, which then sends that incarnation's claimed tasks again at once instead of
+// at their deadlines. A handler lost with nobody to see it is found by its lapsed claims instead.
 Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation);
 
 class Handler {
@@ -75,8 +75,10 @@ class Handler {
   const std::vector<std::string>& abandoned() const { return abandoned_; }
 
  private:
-  // Runs one task; false when it was abandoned (stop was set mid-task).
-  bool RunTask(const Tuple& task, const std::atomic<bool>& stop);
+  // What became of a task: done (or dropped as undecodable or stale), lost (stop was set once it
+  // had begun: nothing is reported), or not started (stop was set first: put it back).
+  enum class Outcome { kDone, kLost, kNotStarted };
+  Outcome RunTask(const Tuple& task, const std::atomic<bool>& stop);
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
   Status PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease, bool replace);
   std::vector<std::string> Patterns() const;

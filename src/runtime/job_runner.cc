@@ -1,10 +1,9 @@
 #include "runtime/job_runner.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include <pthread.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <condition_variable>
 #include <mutex>
@@ -56,10 +55,9 @@ class Telemetry {
   void OnTaskDone(const std::string& key, int64_t exec_ns) {
     std::lock_guard lock(mu_);
     const std::string cls = TaskClass(key);
-    if (recovery_.task_ms.size() < 100000) {
-      recovery_.task_ms.push_back(double(exec_ns) / 1e6);
-      recovery_.task_ms_by_class[cls].push_back(double(exec_ns) / 1e6);
-    }
+    if (recovery_.task_ms.size() < 100000) recovery_.task_ms.push_back(double(exec_ns) / 1e6);
+    std::vector<double>& of_class = recovery_.task_ms_by_class[cls];
+    if (of_class.size() < 20000) of_class.push_back(double(exec_ns) / 1e6);
     auto it = lost_.find(key);
     if (it != lost_.end()) {
       recovery_.handler_ms.push_back(Ms(Clock::now() - it->second));
@@ -127,8 +125,8 @@ class RunEnd {
 class ManagerSlot {
  public:
   ManagerSlot(int id, Space* space, const Layout& layout, const nn::JobConfig& job,
-              const nn::Dataset& data, const RunOptions& options, Telemetry* telemetry,
-              RunEnd* end, std::atomic<bool>* killed_once)
+              const nn::Dataset& data, const RunOptions& options, Telemetry* telemetry, RunEnd* end,
+              std::atomic<bool>* killed_once)
       : id_(id),
         space_(space),
         layout_(layout),
@@ -216,6 +214,11 @@ class ManagerSlot {
         std::this_thread::sleep_for(options_.manager_restart_delay);
         continue;
       }
+      if (s.IsUnavailable() && !end_->over()) {
+        // It lost its lease (another took over, or it was held up past it): it is a standby
+        // again, waiting for a lease that lapses, so a run never waits on nobody.
+        continue;
+      }
       if (!s.IsCancelled() && !s.IsUnavailable()) {
         std::lock_guard lock(mu_);
         status_ = s;
@@ -275,9 +278,17 @@ class HandlerSlot {
   // kernel returns (a kernel cannot be interrupted) and throws the result away.
   void Crash() {
     const auto now = Clock::now();
-    if (finished_.load() || stop_.exchange(true)) return;  // already down
-    crashed_at_.store(now.time_since_epoch().count());
-    if (run_.supervise) (void)AnnounceDeath(space_, layout_, options_.id, incarnation_.load());
+    int64_t incarnation = 0;
+    {
+      // The moment, the incarnation and the stop together: the slot's thread reads the first two
+      // only after it sees the stop, and starts the next incarnation under the same lock.
+      std::lock_guard lock(crash_mu_);
+      if (finished_.load() || stop_.load()) return;  // already down
+      crashed_at_ = now;
+      incarnation = incarnation_;
+      stop_.store(true);
+    }
+    if (run_.supervise) (void)AnnounceDeath(space_, layout_, options_.id, incarnation);
   }
   void Stop() {
     finished_.store(true);
@@ -291,20 +302,28 @@ class HandlerSlot {
  private:
   void Loop() {
     while (!finished_.load()) {
-      incarnation_.store(++options_.incarnation);
+      {
+        std::lock_guard lock(crash_mu_);
+        if (finished_.load()) return;
+        stop_.store(false);
+        incarnation_ = ++options_.incarnation;
+      }
       Handler handler(space_, layout_, options_, &stats_);
       if (!handler.Announce().ok()) return;  // the space closed
       handler.Run(stop_);
       if (finished_.load() || !stop_.load()) return;  // done, or the space closed
+      Clock::time_point crashed_at;
+      {
+        std::lock_guard lock(crash_mu_);
+        crashed_at = crashed_at_;
+      }
       stats_.crashes.fetch_add(1);
-      telemetry_->OnHandlerCrash(handler.abandoned(),
-                                 Clock::time_point(Clock::duration(crashed_at_.load())));
+      telemetry_->OnHandlerCrash(handler.abandoned(), crashed_at);
       if (options_.trace) {
         options_.trace->Instant(TraceRecorder::HandlerLane(options_.id), "handler crash", "crash",
                                 fmt::format(R"({{"lost_tasks":{}}})", handler.abandoned().size()));
       }
       std::this_thread::sleep_for(run_.handler_restart_delay);
-      stop_.store(false);
     }
   }
 
@@ -316,8 +335,9 @@ class HandlerSlot {
   HandlerStats stats_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
-  std::atomic<int64_t> incarnation_{0};
-  std::atomic<Clock::rep> crashed_at_{0};
+  std::mutex crash_mu_;
+  int64_t incarnation_ = 0;       // guarded by crash_mu_
+  Clock::time_point crashed_at_;  // guarded by crash_mu_
   int cpu_ = -1;
   std::thread thread_;
 };
@@ -439,8 +459,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   result.recovery = telemetry.recovery();
   result.trace = options.trace;
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));
-  ACAN_ASSIGN_OR_RETURN(nn::Plan plan,
-                        nn::Plan::Create(job, result.progress.task_size, data.rows));
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, result.progress.task_size, data.rows));
   ACAN_ASSIGN_OR_RETURN(result.model,
                         ReadModel(space.get(), layout, plan, result.progress.total_steps));
   for (int h = 0; h < options.handlers; ++h) {

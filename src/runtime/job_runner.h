@@ -36,8 +36,9 @@ struct RunOptions {
   std::vector<std::vector<nn::TaskType>> capabilities;
   int pouch = 1;  // tasks a handler takes at once (the manager's pouch is the controller's)
   // Bind handler h to the h-th CPU this process may run on, when there is one per handler and no
-  // slow-down factor is injected (chaos.speeds other than 1).
-  bool pin_handlers = true;
+  // slow-down factor is injected (chaos.speeds other than 1). Off by default: processes that
+  // each bind their handlers to the first CPUs would pile up there (`acan train` turns it on).
+  bool pin_handlers = false;
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;

@@ -194,6 +194,19 @@ Status Manager::LoadState() {
       version_[key] = best;
     }
   }
+  // Versions no task can read any more (a previous manager may have stopped before dropping
+  // them); the slowest shard decides, as a step's task may still have to read it.
+  for (const auto& [key, v] : version_) {
+    ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_.StatePattern(key)));
+    for (const Tuple& t : all) {
+      std::string_view tok = t.key.token(t.key.token_count() - 1).substr(1);
+      int64_t n = -1;
+      std::from_chars(tok.data(), tok.data() + tok.size(), n);
+      if (n >= 0 && n < MinVersion() + 1 - options_.window) {
+        (void)space_->Take(t.key.str(), 16, Deadline::Now());
+      }
+    }
+  }
   next_admit_ = progress_.next_step;
   // A previous manager may have admitted up to `window` + 1 steps: look before re-running them.
   recover_steps_ = progress_.dispatched > 0 ? options_.window + 1 : 0;
@@ -304,6 +317,7 @@ Status Manager::Recover(ActiveStep& st) {
         ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
       }
     }
+    DropStaleVersions(t, st.step);
   }
   return Status::Ok();
 }
@@ -431,6 +445,7 @@ Status Manager::OnDone(const Tuple& tuple) {
       ACAN_RETURN_IF_ERROR(MarkAvailable(st, out));
     }
   }
+  DropStaleVersions(t, st.step);
   return Status::Ok();
 }
 
@@ -459,12 +474,22 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
   ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->front().value));
   v = step + 1;
   progress_.versions_applied++;
-  // Every task of step `step` that reads this shard has completed (the update needed their
-  // outputs), and a later step t reads a version >= t - W + 1 >= step + 2 - W: older versions can
-  // go now, their buffers back to the pool while still warm (with W = 1, the one just replaced).
-  int64_t stale = step + 1 - options_.window;
-  if (stale >= 0) (void)space_->Take(layout_.State(key, stale), 16, Deadline::Now());
   return Status::Ok();
+}
+
+// Once every shard a task writes is at step + 1, every task of `step` that reads them has
+// completed (the update needed their outputs), and a later step t reads a version >= t - W + 1
+// >= step + 2 - W: older versions can go, their buffers back to the pool while still warm (with
+// W = 1, the ones just replaced). Not before: until the last shard is in, the task may have to
+// run again, reading version `step` of all of them.
+void Manager::DropStaleVersions(const TaskRun& t, int64_t step) {
+  const int64_t stale = step + 1 - options_.window;
+  if (stale < 0) return;
+  for (const std::string& out : t.spec.outputs) {
+    if (nn::Plan::IsStateKey(out)) {
+      (void)space_->Take(layout_.State(out, stale), 16, Deadline::Now());
+    }
+  }
 }
 
 Status Manager::DispatchReady() {
@@ -502,7 +527,9 @@ Status Manager::CheckClaimsNow() {
       if (t.attempt == 0 || t.done) continue;
       ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
       if (claim != Claim::kStale && claim != Claim::kDead) continue;
-      // A known death, not a sign of congestion: the timeout stays as it is.
+      // A known death, not a sign of congestion: the timeout stays as it is. Its claims go, so
+      // the next notice does not send the new copy again while it waits in the space.
+      DropClaims(t.spec.key);
       ACAN_RETURN_IF_ERROR(
           Dispatch(st, t, claim == Claim::kDead ? "handler-died" : "handler-restarted"));
     }
@@ -531,6 +558,7 @@ Status Manager::CheckDeadlines() {
         continue;
       }
       controller_.Backoff(t.spec);
+      DropClaims(t.spec.key);
       ACAN_RETURN_IF_ERROR(Dispatch(st, t,
                                     claim == Claim::kNone     ? "timeout"
                                     : claim == Claim::kStale  ? "handler-restarted"
@@ -540,6 +568,12 @@ Status Manager::CheckDeadlines() {
     }
   }
   return Status::Ok();
+}
+
+void Manager::DropClaims(const std::string& task_key) {
+  for (const Tuple& c : space_->ReadAll(layout_.ClaimPattern(task_key)).value_or({})) {
+    (void)space_->Take(c.key.str(), SIZE_MAX, Deadline::Now());
+  }
 }
 
 Result<Manager::Claim> Manager::ClaimOf(const std::string& task_key) {
@@ -653,12 +687,29 @@ void Manager::ProbeTasks() {
     tensors[key].assign(f.begin(), f.end());
   }
   std::vector<std::vector<float>> outputs;
+  // A fraction of the lease at most, renewed on the way: a probe must not cost the lease.
+  const auto budget_end = Clock::now() + options_.lease / 4;
   for (const nn::TaskSpec& task : plan_->StepTasks(step, rows)) {
+    if (Clock::now() >= budget_end) return;
+    if (Clock::now() >= lease_renew_at_ && !RenewLease().ok()) return;
     std::vector<std::span<const float>> in;
     for (const std::string& k : task.inputs) in.emplace_back(tensors[k]);
+    nn::TaskSpec run = task;
+    double scale = 1;
+    if (task.op == nn::TaskOp::kChain && task.parts > 1) {
+      // A chain is its first mini-batch `parts` times over: time one, scale by the count.
+      run.rows = std::min(task.batch, task.rows);
+      run.parts = 1;
+      if (!run.lrs.empty()) run.lrs.resize(1);
+      in[0] = in[0].first(in[0].size() / task.rows * run.rows);
+      in[1] = in[1].first(in[1].size() / task.rows * run.rows);
+      scale = double(task.parts);
+    }
     const auto start = Clock::now();
-    if (!nn::ExecuteTask(task, in, &outputs).ok()) return;
-    controller_.Probe(task, duration_cast<nanoseconds>(Clock::now() - start));
+    if (!nn::ExecuteTask(run, in, &outputs).ok()) return;
+    const auto elapsed = duration_cast<nanoseconds>(Clock::now() - start);
+    controller_.Probe(task, nanoseconds(static_cast<int64_t>(double(elapsed.count()) * scale)));
+    if (scale != 1) return;  // its outputs are not the step's: nothing further to time
     for (size_t i = 0; i < outputs.size(); ++i) tensors[task.outputs[i]] = std::move(outputs[i]);
   }
 }
@@ -680,8 +731,9 @@ Status Manager::Run(const std::atomic<bool>& crash) {
       const auto begin = Clock::now();
       ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
       if (options_.trace) {
-        options_.trace->Slice(TraceRecorder::kManagerLane, fmt::format("admit s{}", next_admit_ - 1),
-                              "manager", begin, Clock::now());
+        options_.trace->Slice(TraceRecorder::kManagerLane,
+                              fmt::format("admit s{}", next_admit_ - 1), "manager", begin,
+                              Clock::now());
       }
     }
     auto dones = space_->Take(done, 256, Deadline(NextWake()));
@@ -697,8 +749,8 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     ACAN_RETURN_IF_ERROR(CheckDeadlines());
     ACAN_RETURN_IF_ERROR(FinalizeSteps());
     if (options_.trace && dones.ok()) {
-      options_.trace->Slice(TraceRecorder::kManagerLane,
-                            fmt::format("{} done", dones->size()), "manager", begin, dispatched);
+      options_.trace->Slice(TraceRecorder::kManagerLane, fmt::format("{} done", dones->size()),
+                            "manager", begin, dispatched);
       options_.trace->Slice(TraceRecorder::kManagerLane, "deadlines, finalize", "manager",
                             dispatched, Clock::now());
     }

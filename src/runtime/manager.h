@@ -98,6 +98,7 @@ class Manager {
   bool Ready(const ActiveStep& st, const TaskRun& task) const;
   Status OnDone(const Tuple& done);
   Status ApplyUpdate(const std::string& key, int64_t step);
+  void DropStaleVersions(const TaskRun& task, int64_t step);
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
   Status DispatchReady();
   Status Release();
@@ -108,6 +109,8 @@ class Manager {
   // handlers announced dead (lost).
   enum class Claim { kNone, kAlive, kLapsed, kStale, kDead };
   Result<Claim> ClaimOf(const std::string& task_key);
+  // Removes every claim on a task about to be sent again (none is live then, or it is hung).
+  void DropClaims(const std::string& task_key);
   // A claimed task is sent again anyway after this many timeouts (a hung handler).
   static constexpr int kHungFactor = 16;
   Status FinalizeSteps();

@@ -15,8 +15,8 @@ void TraceRecorder::Add(Event e) {
   events_.push_back(std::move(e));
 }
 
-void TraceRecorder::Slice(int lane, std::string name, const char* category,
-                          Clock::time_point start, Clock::time_point end, std::string args) {
+void TraceRecorder::Slice(int lane, std::string name, const char* category, Clock::time_point start,
+                          Clock::time_point end, std::string args) {
   using std::chrono::nanoseconds;
   Add({lane, 'X', category, std::move(name),
        std::chrono::duration_cast<nanoseconds>(start - origin_).count(),
@@ -43,17 +43,27 @@ std::string TraceRecorder::ToJson(int handlers) const {
   using nlohmann::json;
   json events = json::array();
   auto lane_name = [&](int lane, const std::string& name) {
-    events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", lane}, {"name", "thread_name"},
+    events.push_back({{"ph", "M"},
+                      {"pid", 1},
+                      {"tid", lane},
+                      {"name", "thread_name"},
                       {"args", {{"name", name}}}});
-    events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", lane}, {"name", "thread_sort_index"},
+    events.push_back({{"ph", "M"},
+                      {"pid", 1},
+                      {"tid", lane},
+                      {"name", "thread_sort_index"},
                       {"args", {{"sort_index", lane}}}});
   };
   lane_name(kManagerLane, "manager");
   for (int h = 0; h < handlers; ++h) lane_name(HandlerLane(h), "handler " + std::to_string(h));
   std::lock_guard lock(mu_);
   for (const Event& e : events_) {
-    json j = {{"ph", std::string(1, e.phase)}, {"pid", 1},          {"tid", e.lane},
-              {"name", e.name},                {"cat", e.category}, {"ts", double(e.ts_ns) / 1e3}};
+    json j = {{"ph", std::string(1, e.phase)},
+              {"pid", 1},
+              {"tid", e.lane},
+              {"name", e.name},
+              {"cat", e.category},
+              {"ts", double(e.ts_ns) / 1e3}};
     if (e.phase == 'X') j["dur"] = double(e.dur_ns) / 1e3;
     if (e.phase == 'i') j["s"] = "t";
     if (!e.args.empty()) j["args"] = json::parse(e.args, nullptr, false);
