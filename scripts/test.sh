@@ -20,7 +20,7 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANIT
 cmake --build build-tsan -j"$jobs" --target space_stress_test runtime_test chaos_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 900 \
-  -R '^(MemSpaceStressTest|RuntimeTest|ControllerTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
+  -R '^(MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
 
 
 echo "== install and find_package(acan) from a consumer project"
