@@ -154,33 +154,30 @@ Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* o
   for (int i = 0; i < (momentum ? 2 * shards : shards); ++i)
     (*out)[1 + i].assign(in[2 + i].begin(), in[2 + i].end());
 
-  TaskSpec mb;
-  mb.key = t.key;
-  mb.type = TaskType::kBackward;
-  mb.op = TaskOp::kMicroBatch;
-  mb.step = t.step;
-  mb.widths = t.widths;
-  mb.activation = t.activation;
-  mb.loss = t.loss;
+  // The specs the data plan makes for one mini-batch (keys are placeholders: only counts matter).
+  auto inner = [&](TaskType type, TaskOp op, size_t inputs, size_t outputs) {
+    TaskSpec s;
+    s.key = t.key;
+    s.type = type;
+    s.op = op;
+    s.step = t.step;
+    s.widths = t.widths;
+    s.activation = t.activation;
+    s.loss = t.loss;
+    s.momentum = t.momentum;
+    s.inputs.assign(inputs, t.key);
+    s.outputs.assign(outputs, t.key);
+    return s;
+  };
+  TaskSpec mb = inner(TaskType::kBackward, TaskOp::kMicroBatch, 2 + shards, 1 + shards);
   mb.layer_end = L;
-  mb.inputs.assign(2 + shards, t.key);
-  mb.outputs.assign(1 + shards, t.key);
-  std::vector<TaskSpec> updates(shards);
+  std::vector<TaskSpec> updates;
   for (int s = 0; s < shards; ++s) {
-    TaskSpec& u = updates[s];
-    u.key = t.key;
-    u.type = TaskType::kUpdate;
-    u.op = TaskOp::kUpdate;
-    u.step = t.step;
-    u.widths = t.widths;
-    u.activation = t.activation;
-    u.loss = t.loss;
-    u.momentum = t.momentum;
-    u.layer = s / 2;
-    u.bias = s % 2 == 1;
-    u.parts = 1;
-    u.inputs.assign(momentum ? 3 : 2, t.key);
-    u.outputs.assign(momentum ? 2 : 1, t.key);
+    updates.push_back(
+        inner(TaskType::kUpdate, TaskOp::kUpdate, momentum ? 3 : 2, momentum ? 2 : 1));
+    updates.back().layer = s / 2;
+    updates.back().bias = s % 2 == 1;
+    updates.back().parts = 1;
   }
   std::vector<std::span<const float>> mb_in(2 + shards), up_in(momentum ? 3 : 2);
   std::vector<std::vector<float>> grads, state(momentum ? 2 : 1);
