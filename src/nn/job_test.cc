@@ -138,7 +138,8 @@ TEST(JobTest, ParsesFileAndResolvesRelativePaths) {
 }
 
 TEST(JobTest, ExampleJobFilesParse) {
-  for (const char* name : {"feasibility.toml", "robustness.toml", "fashion-mnist.toml"}) {
+  for (const char* name :
+       {"feasibility.toml", "robustness.toml", "fashion-mnist.toml", "toy-chain.toml"}) {
     Result<JobConfig> job = ParseJobFile(std::string(ACAN_EXAMPLES_DIR) + "/" + name);
     EXPECT_TRUE(job.ok()) << name << ": " << job.status().ToString();
   }
