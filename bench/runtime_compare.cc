@@ -36,52 +36,26 @@ std::string Join(const std::vector<double>& v) {
 }
 
 nn::JobConfig MlpJob(int64_t samples, int64_t batch, int64_t micro) {
-  auto job = nn::ParseJobString(R"(
-[model]
-layers = [784, 1024, 1024, 10]
-activation = "relu"
-loss = "softmax_cross_entropy"
-[data]
-source = "synthetic"
-samples = )" + std::to_string(samples) +
-                                R"(
-[train]
-epochs = 1
-batch = 1
-lr = 0.01
-seed = 3
-[partition]
-strategy = "data"
-task_size = 1
-)");
-  if (!job.ok()) {
-    std::fprintf(stderr, "%s\n", job.status().ToString().c_str());
-    std::exit(1);
-  }
-  job->train.batch = batch;
-  job->partition.task_size = micro;
-  return *job;
+  nn::JobConfig job;
+  job.model.layers = {784, 1024, 1024, 10};
+  job.model.activation = nn::Activation::kRelu;
+  job.model.loss = nn::LossKind::kSoftmaxCrossEntropy;
+  job.data.samples = samples;
+  job.train.epochs = 1;
+  job.train.batch = batch;
+  job.train.lr = 0.01;
+  job.train.seed = 3;
+  job.partition.task_size = micro;
+  return job;
 }
 
-nn::JobConfig ToyJob(int64_t samples, const char* strategy = "data", int64_t task_size = 0) {
-  nn::JobConfig job = *nn::ParseJobString(R"(
-[model]
-layers = [44, 44, 1]
-activation = "tanh"
-loss = "mse"
-[data]
-source = "synthetic"
-samples = )" + std::to_string(samples) +
-                                          R"(
-[train]
-epochs = 1
-batch = 1
-lr = 0.05
-seed = 42
-[partition]
-strategy = "data"
-)");
-  job.partition.strategy = *nn::ParseStrategy(strategy);
+// The design note's 44-44-1 toy (JobConfig's defaults) for one epoch of `samples`.
+nn::JobConfig ToyJob(int64_t samples, nn::Strategy strategy = nn::Strategy::kData,
+                     int64_t task_size = 0) {
+  nn::JobConfig job;
+  job.data.samples = samples;
+  job.train.epochs = 1;
+  job.partition.strategy = strategy;
   job.partition.task_size = task_size;
   return job;
 }
@@ -188,7 +162,7 @@ int main(int argc, char** argv) {
   // The same SGD, a chain of mini-batches per task: one hand-over serves many steps.
   const std::string want = nn::ModelSha256(trainer->CurrentModel());
   for (int64_t k : {int64_t{16}, int64_t{64}, int64_t{0}}) {
-    nn::JobConfig chain = ToyJob(3000, "chain", k);
+    nn::JobConfig chain = ToyJob(3000, nn::Strategy::kChain, k);
     runtime::RunOptions o;
     o.handlers = 4;
     o.window = 1;

@@ -47,7 +47,7 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
   if (p.task_size_ == 0 && p.strategy_ == Strategy::kChain)
     p.task_size_ = ChainSteps(job, epoch_rows);
   p.epoch_rows_ = epoch_rows;
-  p.step_batch_ = job.train.batch * (p.strategy_ == Strategy::kChain ? p.task_size_ : 1);
+  p.step_batch_ = StepBatch(job, p.task_size_, epoch_rows);
   p.widths_ = job.model.layers;
   p.activation_ = job.model.activation;
   p.loss_ = job.model.loss;

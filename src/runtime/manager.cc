@@ -196,13 +196,14 @@ Status Manager::LoadState() {
   }
   // Versions no task can read any more (a previous manager may have stopped before dropping
   // them); the slowest shard decides, as a step's task may still have to read it.
+  const int64_t oldest_needed = MinVersion() + 1 - options_.window;
   for (const auto& [key, v] : version_) {
     ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_.StatePattern(key)));
     for (const Tuple& t : all) {
       std::string_view tok = t.key.token(t.key.token_count() - 1).substr(1);
       int64_t n = -1;
       std::from_chars(tok.data(), tok.data() + tok.size(), n);
-      if (n >= 0 && n < MinVersion() + 1 - options_.window) {
+      if (n >= 0 && n < oldest_needed) {
         (void)space_->Take(t.key.str(), 16, Deadline::Now());
       }
     }
