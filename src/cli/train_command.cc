@@ -80,7 +80,7 @@ void AddTrainCommands(CLI::App& app) {
                   "Do not bind handler h to the h-th CPU (bound when there is a CPU per handler "
                   "and no --speeds; unbind when several runs share the machine)");
   g_cmd->add_flag("--trace", g_args.trace,
-                  "Also write trace.json: every task execution on its handler's lane, "
+                  "Also write trace.json: every completed task execution on its handler's lane, "
                   "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
   g_cmd->add_option("--speeds", g_args.speeds, "[chaos] slow-down factors, e.g. 1,5,10")
       ->delimiter(',');
