@@ -5,14 +5,22 @@
 //  2. The design note's 44-44-1 toy, batch 1, 4 handlers: samples/s at window 1 and 8, printed
 //     as `runtime_toy_w<W> samples_per_s=<x>` for bench/runtime_compare.sh to set against PyTorch.
 //
-//   runtime_compare [--steps N]
+//   runtime_compare [--steps N] [--rounds R] [--trace FILE] [--mlp-only]
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "nn/dataset.h"
+#include "nn/executor.h"
 #include "nn/kernels.h"
 #include "nn/model.h"
 #include "nn/plan.h"
@@ -69,16 +77,139 @@ T Check(Result<T> r) {
   return std::move(r).value();
 }
 
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+// The ceiling of any runtime here: the plan's tasks on two bare threads bound to the two CPUs,
+// without a space, manager, messages or hand-overs. A step is its phases (runs of tasks of one
+// kind: the micro-batches, then the updates), each split between the threads by work (largest
+// first, to the less loaded), with a barrier after each. Like the runtime, an update writes a new
+// buffer (here the shard's spare, swapped in at the barrier). Batches are cut before the clock
+// starts. Returns samples/s; *sha gets the final weights' SHA-256 (the reference's bits).
+double BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+                   std::string* sha) {
+  using Buf = std::vector<float>;
+  const nn::Plan plan = Check(nn::Plan::Create(job, -1, data.rows));
+  nn::Batcher batcher(&data, plan.step_batch(), job.data.shuffle, job.train.seed);
+  const int64_t steps = batcher.BatchesPerEpoch() * job.train.epochs;
+  std::unordered_map<std::string, Buf> state;
+  for (auto& [k, v] : plan.InitialState(init)) state[k] = std::move(v);
+  struct Work {
+    const nn::TaskSpec* task;
+    std::vector<const Buf*> in;
+    std::vector<Buf>* out;
+  };
+  struct Phase {
+    std::vector<Work> per_thread[2];
+    std::vector<std::string> swaps;  // state keys written in the phase
+  };
+  std::vector<std::vector<nn::TaskSpec>> tasks(steps);
+  std::vector<std::vector<nn::KeyedTensor>> inputs(steps);
+  std::vector<std::vector<Buf>> slots;  // outputs by task index, reused every step
+  std::vector<std::vector<Phase>> phases(steps);
+  for (int64_t s = 0; s < steps; ++s) {
+    nn::Batch b = batcher.Get(s);
+    std::unordered_map<std::string, const Buf*> where;
+    inputs[s] = plan.StepInputs(s, b.rows, b.x, b.t);
+    for (const auto& [k, v] : inputs[s]) where[k] = &v;
+    tasks[s] = plan.StepTasks(s, b.rows);
+    if (slots.size() < tasks[s].size()) slots.resize(tasks[s].size());
+    std::vector<std::vector<Work>> runs;  // the step's phases, in plan order
+    for (size_t t = 0; t < tasks[s].size(); ++t) {
+      const nn::TaskSpec& task = tasks[s][t];
+      if (t == 0 || task.op != tasks[s][t - 1].op) runs.emplace_back(), phases[s].emplace_back();
+      slots[t].resize(task.outputs.size());
+      Work w{&task, {}, &slots[t]};
+      for (const std::string& k : task.inputs) {
+        w.in.push_back(nn::Plan::IsStateKey(k) ? &state.at(k) : where.at(k));
+      }
+      for (size_t j = 0; j < task.outputs.size(); ++j) {
+        if (nn::Plan::IsStateKey(task.outputs[j]))
+          phases[s].back().swaps.push_back(task.outputs[j]);
+        where[task.outputs[j]] = &slots[t][j];
+      }
+      runs.back().push_back(std::move(w));
+    }
+    for (size_t p = 0; p < runs.size(); ++p) {
+      std::stable_sort(runs[p].begin(), runs[p].end(), [](const Work& a, const Work& b) {
+        return nn::TaskWork(*a.task) > nn::TaskWork(*b.task);
+      });
+      int64_t load[2] = {0, 0};
+      for (Work& w : runs[p]) {
+        const int to = load[0] <= load[1] ? 0 : 1;
+        load[to] += nn::TaskWork(*w.task);
+        phases[s][p].per_thread[to].push_back(std::move(w));
+      }
+    }
+  }
+  const Phase* current = nullptr;  // set by thread 0 before it arrives at the phase's barrier
+  auto finish_phase = [&]() noexcept {
+    for (const std::string& k : current->swaps) {
+      // The update's output slot holds the new version: swapped into the state, the old version
+      // goes to the slot (overwritten by the next step's update).
+      for (int th = 0; th < 2; ++th) {
+        for (const Work& w : current->per_thread[th]) {
+          for (size_t j = 0; j < w.task->outputs.size(); ++j) {
+            if (w.task->outputs[j] == k) std::swap(state.at(k), (*w.out)[j]);
+          }
+        }
+      }
+    }
+  };
+  std::barrier sync(2, finish_phase);
+  auto run = [&](int th) {
+    PinTo(th);
+    std::vector<std::span<const float>> in;
+    for (int64_t s = 0; s < steps; ++s) {
+      for (const Phase& ph : phases[s]) {
+        if (th == 0) current = &ph;
+        for (const Work& w : ph.per_thread[th]) {
+          in.clear();
+          for (const Buf* b : w.in) in.emplace_back(*b);
+          if (Status st = nn::ExecuteTask(*w.task, in, w.out); !st.ok()) {
+            std::fprintf(stderr, "runtime_compare: %s\n", st.ToString().c_str());
+            std::exit(1);
+          }
+        }
+        sync.arrive_and_wait();  // finish_phase has swapped the phase's new versions in
+      }
+    }
+  };
+  const auto t0 = Clock::now();
+  std::thread first(run, 0), second(run, 1);  // not this thread: binding it would outlast the run
+  first.join();
+  second.join();
+  const double rate = double(data.rows) * double(job.train.epochs) /
+                      std::chrono::duration<double>(Clock::now() - t0).count();
+  *sha = nn::ModelSha256(plan.ModelFromState([&](const std::string& k) { return state.at(k); }));
+  return rate;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t steps = 60;
   int rounds = 3;
   const char* trace_path = nullptr;  // --trace FILE: trace.json of the last window-1 MLP run
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--steps")) steps = std::atoll(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--trace")) trace_path = argv[i + 1];
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
+  bool with_toy = true;              // --mlp-only: the MLP part alone
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--mlp-only")) {
+      with_toy = false;
+    } else if (!std::strcmp(argv[i], "--steps") && has_value) {
+      steps = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--trace") && has_value) {
+      trace_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--rounds") && has_value) {
+      rounds = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "runtime_compare: unknown or incomplete argument '%s'\n", argv[i]);
+      return 2;
+    }
   }
   runtime::TuneProcess();
   // 1. MLP: the reference vs 2 handlers, at two mini-batch sizes (micro-batches of half of it,
@@ -89,7 +220,7 @@ int main(int argc, char** argv) {
     nn::JobConfig job = MlpJob(steps * batch, batch, micro);
     nn::Model init = Check(nn::InitialModel(job));
     nn::Dataset data = Check(nn::LoadDataset(job));
-    std::vector<double> ref_rates, w1_rates, w2_rates, w1_ratios, w2_ratios;
+    std::vector<double> ref_rates, w1_rates, w2_rates, w1_ratios, w2_ratios, bare_ratios, of_bare;
     std::string ref_sha, run_sha;
     std::vector<runtime::HandlerReport> last_handlers;
     double last_wall = 0;
@@ -100,6 +231,9 @@ int main(int argc, char** argv) {
       const double ref =
           double(data.rows) / std::chrono::duration<double>(Clock::now() - t0).count();
       ref_sha = nn::ModelSha256(trainer->CurrentModel());
+      std::string bare_sha;
+      const double bare = BareThreads(job, init, data, &bare_sha);
+      all_equal = all_equal && bare_sha == ref_sha;
       runtime::RunOptions o;
       o.handlers = 2;
       o.window = 1;
@@ -123,6 +257,7 @@ int main(int argc, char** argv) {
       if (round == 0) continue;
       ref_rates.push_back(ref), w1_rates.push_back(w1), w2_rates.push_back(w2);
       w1_ratios.push_back(w1 / ref), w2_ratios.push_back(w2 / ref);
+      bare_ratios.push_back(bare / ref), of_bare.push_back(w1 / bare);
     }
     std::printf(
         "MLP 784-1024-1024-10, batch %lld, data partition (micro-batches of %lld), "
@@ -138,8 +273,13 @@ int main(int argc, char** argv) {
                 Median(w1_ratios), Join(w1_ratios).c_str(), ref_sha == run_sha ? "yes" : "NO");
     std::printf("  runtime, 2 handlers, window 2 %8.0f samples/s, speed-up %.2f\n",
                 Median(w2_rates), Median(w2_ratios));
+    std::printf(
+        "  ceiling: the same tasks on 2 bare threads, speed-up %.2f (rounds %s); the runtime at "
+        "window 1 reaches %.2f of it\n",
+        Median(bare_ratios), Join(bare_ratios).c_str(), Median(of_bare));
   }
 
+  if (!with_toy) return all_equal ? 0 : 1;
   // 2. The toy at batch 1 with 4 handlers.
   nn::JobConfig toy = ToyJob(3000);
   nn::Model tinit = Check(nn::InitialModel(toy));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <thread>
 
 #include "nn/executor.h"
@@ -115,6 +116,16 @@ void Handler::Run(const std::atomic<bool>& stop) {
   }
 }
 
+namespace {
+// CPU time this thread has used, in ms (the kernel's share of a task's wall time: the rest went
+// to other threads on its CPU or to the hypervisor).
+double ThreadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+}  // namespace
+
 Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
   if (stop.load(std::memory_order_relaxed)) return Outcome::kNotStarted;
   auto decoded = DecodeTaskMessage(tuple.value);
@@ -159,8 +170,10 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
     for (int64_t n : nn::OutputSizes(m.spec)) outputs.push_back(options_.buffers->Get(size_t(n)));
   }
   const auto start = Clock::now();
+  const double cpu0 = options_.trace ? ThreadCpuMs() : 0;
   Status s = nn::ExecuteTask(m.spec, spans, &outputs);
   auto exec = Clock::now() - start;
+  const double cpu_ms = options_.trace ? ThreadCpuMs() - cpu0 : 0;
   double& smoothed = exec_ns_[static_cast<int>(m.spec.op)];
   const double raw_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(exec).count());
   smoothed = smoothed == 0 ? raw_ns : 0.8 * smoothed + 0.2 * raw_ns;
@@ -207,8 +220,9 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
     options_.trace->Slice(
         TraceRecorder::HandlerLane(options_.id), m.spec.key, nn::ToString(m.spec.op).data(), taken,
         Clock::now(),
-        fmt::format(R"({{"attempt":{},"read_ms":{:.3f},"exec_ms":{:.3f}}})", m.attempt,
-                    duration<double, std::milli>(start - taken).count(), double(exec_ns) / 1e6));
+        fmt::format(R"({{"attempt":{},"read_ms":{:.3f},"exec_ms":{:.3f},"cpu_ms":{:.3f}}})",
+                    m.attempt, duration<double, std::milli>(start - taken).count(),
+                    double(exec_ns) / 1e6, cpu_ms));
   }
   stats_->tasks.fetch_add(1);
   stats_->busy_ns.fetch_add(exec_ns);
