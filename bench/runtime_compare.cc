@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -89,9 +90,16 @@ void PinTo(int cpu) {
 // kind: the micro-batches, then the updates), each split between the threads by work (largest
 // first, to the less loaded), with a barrier after each. Like the runtime, an update writes a new
 // buffer (here the shard's spare, swapped in at the barrier). Batches are cut before the clock
-// starts. Returns samples/s; *sha gets the final weights' SHA-256 (the reference's bits).
-double BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
-                   std::string* sha) {
+// starts. With threads = 1 the second thread only waits at the barriers: the plan run in order,
+// as the reference trainer runs it. Returns samples/s; *sha gets the final weights' SHA-256 (the
+// reference's bits) and (*phase_ms)[op] the mean time per step of the phases of that op.
+struct Bare {
+  double samples_per_s = 0;
+  std::string sha;
+  std::map<nn::TaskOp, double> phase_ms;
+};
+Bare BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+                 int threads) {
   using Buf = std::vector<float>;
   const nn::Plan plan = Check(nn::Plan::Create(job, -1, data.rows));
   nn::Batcher batcher(&data, plan.step_batch(), job.data.shuffle, job.train.seed);
@@ -140,14 +148,22 @@ double BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Da
       });
       int64_t load[2] = {0, 0};
       for (Work& w : runs[p]) {
-        const int to = load[0] <= load[1] ? 0 : 1;
+        const int to = threads == 1 || load[0] <= load[1] ? 0 : 1;
         load[to] += nn::TaskWork(*w.task);
         phases[s][p].per_thread[to].push_back(std::move(w));
       }
     }
   }
   const Phase* current = nullptr;  // set by thread 0 before it arrives at the phase's barrier
+  Bare out;
+  Clock::time_point phase_start;
   auto finish_phase = [&]() noexcept {
+    const Clock::time_point now = Clock::now();
+    const nn::TaskOp op =
+        (current->per_thread[0].empty() ? current->per_thread[1] : current->per_thread[0])[0]
+            .task->op;
+    out.phase_ms[op] += std::chrono::duration<double, std::milli>(now - phase_start).count();
+    phase_start = now;
     for (const std::string& k : current->swaps) {
       // The update's output slot holds the new version: swapped into the state, the old version
       // goes to the slot (overwritten by the next step's update).
@@ -180,13 +196,15 @@ double BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Da
     }
   };
   const auto t0 = Clock::now();
+  phase_start = t0;
   std::thread first(run, 0), second(run, 1);  // not this thread: binding it would outlast the run
   first.join();
   second.join();
-  const double rate = double(data.rows) * double(job.train.epochs) /
+  out.samples_per_s = double(data.rows) * double(job.train.epochs) /
                       std::chrono::duration<double>(Clock::now() - t0).count();
-  *sha = nn::ModelSha256(plan.ModelFromState([&](const std::string& k) { return state.at(k); }));
-  return rate;
+  out.sha = nn::ModelSha256(plan.ModelFromState([&](const std::string& k) { return state.at(k); }));
+  for (auto& [op, ms] : out.phase_ms) ms /= double(steps);
+  return out;
 }
 
 }  // namespace
@@ -220,6 +238,7 @@ int main(int argc, char** argv) {
     nn::JobConfig job = MlpJob(steps * batch, batch, micro);
     nn::Model init = Check(nn::InitialModel(job));
     nn::Dataset data = Check(nn::LoadDataset(job));
+    std::map<nn::TaskOp, std::vector<double>> phase1, phase2;  // ms per step, bare 1 and 2 threads
     std::vector<double> ref_rates, w1_rates, w2_rates, w1_ratios, w2_ratios, bare_ratios, of_bare;
     std::string ref_sha, run_sha;
     std::vector<runtime::HandlerReport> last_handlers;
@@ -231,9 +250,9 @@ int main(int argc, char** argv) {
       const double ref =
           double(data.rows) / std::chrono::duration<double>(Clock::now() - t0).count();
       ref_sha = nn::ModelSha256(trainer->CurrentModel());
-      std::string bare_sha;
-      const double bare = BareThreads(job, init, data, &bare_sha);
-      all_equal = all_equal && bare_sha == ref_sha;
+      const Bare one = BareThreads(job, init, data, 1), two = BareThreads(job, init, data, 2);
+      const double bare = two.samples_per_s;
+      all_equal = all_equal && one.sha == ref_sha && two.sha == ref_sha;
       runtime::RunOptions o;
       o.handlers = 2;
       o.window = 1;
@@ -258,6 +277,8 @@ int main(int argc, char** argv) {
       ref_rates.push_back(ref), w1_rates.push_back(w1), w2_rates.push_back(w2);
       w1_ratios.push_back(w1 / ref), w2_ratios.push_back(w2 / ref);
       bare_ratios.push_back(bare / ref), of_bare.push_back(w1 / bare);
+      for (auto [op, ms] : one.phase_ms) phase1[op].push_back(ms);
+      for (auto [op, ms] : two.phase_ms) phase2[op].push_back(ms);
     }
     std::printf(
         "MLP 784-1024-1024-10, batch %lld, data partition (micro-batches of %lld), "
@@ -277,6 +298,11 @@ int main(int argc, char** argv) {
         "  ceiling: the same tasks on 2 bare threads, speed-up %.2f (rounds %s); the runtime at "
         "window 1 reaches %.2f of it\n",
         Median(bare_ratios), Join(bare_ratios).c_str(), Median(of_bare));
+    for (const auto& [op, ms] : phase1) {
+      const double a = Median(ms), b = Median(phase2[op]);
+      std::printf("    its %s phases: %.2f ms a step on 1 thread, %.2f on 2 (%.2fx)\n",
+                  nn::ToString(op).data(), a, b, a / b);
+    }
   }
 
   if (!with_toy) return all_equal ? 0 : 1;

@@ -21,8 +21,9 @@ using std::chrono::nanoseconds;
 
 struct Manager::TaskRun {
   nn::TaskSpec spec;
-  int64_t work = 0;  // floats it reads and writes: bigger tasks are sent first
-  int missing = 0;   // step tensors this task reads that do not exist yet
+  std::string encoded_spec;  // nn::EncodeTask(spec), made at admission, off the critical path
+  int64_t work = 0;          // floats it reads and writes: bigger tasks are sent first
+  int missing = 0;           // step tensors this task reads that do not exist yet
   bool dispatched = false;
   bool done = false;
   int32_t attempt = 0;
@@ -257,6 +258,7 @@ Status Manager::Admit(int64_t step) {
   for (size_t i = 0; i < specs.size(); ++i) {
     TaskRun& t = st.tasks[i];
     t.spec = std::move(specs[i]);
+    t.encoded_spec = nn::EncodeTask(t.spec);
     t.work = nn::TaskWork(t.spec);
     task_index_[t.spec.key] = {step, i};
     for (const std::string& in : t.spec.inputs) {
@@ -360,16 +362,16 @@ Status Manager::SendQueued() {
 }
 
 Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
-  TaskMessage m;
-  m.spec = t.spec;
-  m.attempt = ++t.attempt;
+  ++t.attempt;
+  std::vector<std::string> input_keys;
+  input_keys.reserve(t.spec.inputs.size());
   for (const std::string& in : t.spec.inputs) {
     if (!nn::Plan::IsStateKey(in)) {
-      m.input_keys.push_back(layout_.Tensor(in));
+      input_keys.push_back(layout_.Tensor(in));
     } else {
       // An update reads exactly the version it advances; other tasks the newest one.
       int64_t v = t.spec.type == nn::TaskType::kUpdate ? st.step : version_.at(in);
-      m.input_keys.push_back(layout_.State(in, v));
+      input_keys.push_back(layout_.State(in, v));
     }
   }
   t.dispatched = true;
@@ -384,7 +386,8 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
                               fmt::format(R"({{"reason":"{}","attempt":{}}})", reason, t.attempt));
     }
   }
-  return space_->Put(layout_.Task(t.spec.type, t.spec.key), EncodeTaskMessage(m));
+  return space_->Put(layout_.Task(t.spec.type, t.spec.key),
+                     EncodeTaskMessage(t.attempt, input_keys, t.encoded_spec));
 }
 
 Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {

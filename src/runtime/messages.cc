@@ -70,14 +70,19 @@ class Reader {
 
 }  // namespace
 
-Value EncodeTaskMessage(const TaskMessage& m) {
+Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_keys,
+                        std::string_view encoded_spec) {
   Writer w;
   w.Pod(kTaskMagic);
-  w.Pod(m.attempt);
-  w.Pod<uint32_t>(static_cast<uint32_t>(m.input_keys.size()));
-  for (const auto& k : m.input_keys) w.Str(k);
-  w.Str(nn::EncodeTask(m.spec));
+  w.Pod(attempt);
+  w.Pod<uint32_t>(static_cast<uint32_t>(input_keys.size()));
+  for (const auto& k : input_keys) w.Str(k);
+  w.Str(encoded_spec);
   return w.Done();
+}
+
+Value EncodeTaskMessage(const TaskMessage& m) {
+  return EncodeTaskMessage(m.attempt, m.input_keys, nn::EncodeTask(m.spec));
 }
 
 Result<TaskMessage> DecodeTaskMessage(const Value& v) {

@@ -21,6 +21,10 @@ struct TaskMessage {
   std::vector<std::string> input_keys;
 };
 Value EncodeTaskMessage(const TaskMessage& m);
+// The same with m.spec already encoded (nn::EncodeTask): the manager encodes a step's specs when
+// it admits the step, a step ahead, so that sending a task costs no JSON on the critical path.
+Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_keys,
+                        std::string_view encoded_spec);
 Result<TaskMessage> DecodeTaskMessage(const Value& v);
 
 struct DoneMessage {
