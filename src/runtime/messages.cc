@@ -81,10 +81,6 @@ Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_k
   return w.Done();
 }
 
-Value EncodeTaskMessage(const TaskMessage& m) {
-  return EncodeTaskMessage(m.attempt, m.input_keys, nn::EncodeTask(m.spec));
-}
-
 Result<TaskMessage> DecodeTaskMessage(const Value& v) {
   Reader r(v, "task");
   TaskMessage m;

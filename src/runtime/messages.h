@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "acan/status.h"
@@ -20,9 +21,8 @@ struct TaskMessage {
   // version this attempt must read).
   std::vector<std::string> input_keys;
 };
-Value EncodeTaskMessage(const TaskMessage& m);
-// The same with m.spec already encoded (nn::EncodeTask): the manager encodes a step's specs when
-// it admits the step, a step ahead, so that sending a task costs no JSON on the critical path.
+// A TaskMessage with its spec already encoded (nn::EncodeTask): the manager encodes a step's specs
+// when it admits the step, a step ahead, so that sending a task costs no JSON on the critical path.
 Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_keys,
                         std::string_view encoded_spec);
 Result<TaskMessage> DecodeTaskMessage(const Value& v);

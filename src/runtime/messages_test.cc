@@ -1,0 +1,57 @@
+// Task messages: what the manager encodes (a spec encoded once at admission, the attempt and the
+// resolved input keys at each send) is what a handler decodes; a damaged message is refused.
+#include "runtime/messages.h"
+
+#include <gtest/gtest.h>
+
+#include "nn/plan.h"
+
+namespace acan::runtime {
+namespace {
+
+// An update task of step 3 of the note's toy (JobConfig's defaults), as the plan makes it.
+nn::TaskSpec UpdateTask() {
+  const nn::JobConfig job;
+  const nn::Plan plan = nn::Plan::Create(job, -1, 100).value();
+  for (const nn::TaskSpec& t : plan.StepTasks(3, job.train.batch)) {
+    if (t.op == nn::TaskOp::kUpdate) return t;
+  }
+  ADD_FAILURE() << "the plan has no update task";
+  return {};
+}
+
+TEST(MessagesTest, APreEncodedSpecDecodesToTheTask) {
+  const nn::TaskSpec spec = UpdateTask();
+  const std::string encoded = nn::EncodeTask(spec);
+  std::vector<std::string> keys;  // what Send resolves them to (any keys do here)
+  for (const std::string& in : spec.inputs) keys.push_back("job.k." + in);
+  for (int32_t attempt : {1, 4}) {  // a resend reuses the encoded spec
+    auto m = DecodeTaskMessage(EncodeTaskMessage(attempt, keys, encoded));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->attempt, attempt);
+    EXPECT_EQ(m->input_keys, keys);
+    EXPECT_EQ(nn::EncodeTask(m->spec), encoded);
+    EXPECT_EQ(m->spec.key, spec.key);
+    EXPECT_EQ(m->spec.inputs, spec.inputs);
+  }
+}
+
+TEST(MessagesTest, DamagedMessagesAreRefused) {
+  const nn::TaskSpec spec = UpdateTask();
+  const std::vector<std::string> keys(spec.inputs.size(), "k");
+  Value good = EncodeTaskMessage(1, keys, nn::EncodeTask(spec));
+  auto bytes = good.As<uint8_t>();
+  // Cut short.
+  auto cut = DecodeTaskMessage(Value::CopyOf(bytes.data(), bytes.size() - 3));
+  EXPECT_FALSE(cut.ok());
+  // One input key fewer than the spec reads.
+  const std::vector<std::string> fewer(keys.begin(), keys.end() - 1);
+  auto short_keys = DecodeTaskMessage(EncodeTaskMessage(1, fewer, nn::EncodeTask(spec)));
+  ASSERT_FALSE(short_keys.ok());
+  EXPECT_NE(short_keys.status().ToString().find(spec.key), std::string::npos);
+  // Not a task message at all.
+  EXPECT_FALSE(DecodeTaskMessage(Value::FromString("hello")).ok());
+}
+
+}  // namespace
+}  // namespace acan::runtime
