@@ -210,6 +210,35 @@ TEST(RuntimeTest, LargerWindowConverges) {
   EXPECT_LT(second, first);
 }
 
+// A window above 1 with several steps' tasks in the space at once: lost, duplicated and late task
+// tuples lose nothing: every version is applied once, none twice, and the loss falls.
+TEST(RuntimeTest, LargerWindowUnderTaskFaults) {
+  nn::JobConfig job = Job("data", 100, 2, 0);
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  auto counts = std::make_shared<FaultCounts>();
+  FaultOptions f;
+  f.patterns = {"job.task.>"};
+  f.drop = 0.03;
+  f.duplicate = 0.03;
+  f.delay = 0.03;
+  f.seed = 5;
+  RunOptions o;
+  o.handlers = 4;
+  o.window = 4;
+  o.controller.min_timeout = 150ms;
+  o.controller.initial_timeout = 300ms;
+  o.wrap_space = [=](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+    return std::make_unique<FaultSpace>(std::move(inner), f, counts);
+  };
+  RunResult r = RunDistributed(job, init, data, o);
+  ExpectInvariants(r, job);
+  EXPECT_GT(counts->dropped.load() + counts->duplicated.load() + counts->delayed.load(), 0);
+  ASSERT_EQ(r.progress.epochs.size(), 2u);
+  EXPECT_LT(r.progress.epochs[1].loss_sum / double(r.progress.epochs[1].rows),
+            r.progress.epochs[0].loss_sum / double(r.progress.epochs[0].rows));
+}
+
 // trace.json: one slice per task execution on its handler's lane, the lanes named, valid JSON.
 // A task that writes several shards (a chain; any update with momentum) whose proposal for one of
 // them is lost is run again, reading the version it advances of every shard, including those
