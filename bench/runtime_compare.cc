@@ -89,10 +89,11 @@ void PinTo(int cpu) {
 // without a space, manager, messages or hand-overs. A step is its phases (runs of tasks of one
 // kind: the micro-batches, then the updates), each split between the threads by work (largest
 // first, to the less loaded), with a barrier after each. Like the runtime, an update writes a new
-// buffer (here the shard's spare, swapped in at the barrier). Batches are cut before the clock
-// starts. With threads = 1 the second thread only waits at the barriers: the plan run in order,
-// as the reference trainer runs it. Returns samples/s; *sha gets the final weights' SHA-256 (the
-// reference's bits) and (*phase_ms)[op] the mean time per step of the phases of that op.
+// buffer (here its output slot, swapped with the shard's state at the barrier). Batches are cut
+// before the clock starts. With threads = 1 the second thread only waits at the barriers: the plan
+// run in order, as the reference trainer runs it. Returns samples/s; *sha gets the final weights'
+// SHA-256 (the reference's bits) and (*phase_ms)[op] the mean time per step of the phases of that
+// op.
 struct Bare {
   double samples_per_s = 0;
   std::string sha;
@@ -112,8 +113,10 @@ Bare BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Data
     std::vector<Buf>* out;
   };
   struct Phase {
+    nn::TaskOp op;
     std::vector<Work> per_thread[2];
-    std::vector<std::string> swaps;  // state keys written in the phase
+    // (the shard's state, the output slot its update writes), swapped at the phase's barrier
+    std::vector<std::pair<Buf*, Buf*>> swaps;
   };
   std::vector<std::vector<nn::TaskSpec>> tasks(steps);
   std::vector<std::vector<nn::KeyedTensor>> inputs(steps);
@@ -129,7 +132,10 @@ Bare BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Data
     std::vector<std::vector<Work>> runs;  // the step's phases, in plan order
     for (size_t t = 0; t < tasks[s].size(); ++t) {
       const nn::TaskSpec& task = tasks[s][t];
-      if (t == 0 || task.op != tasks[s][t - 1].op) runs.emplace_back(), phases[s].emplace_back();
+      if (t == 0 || task.op != tasks[s][t - 1].op) {
+        runs.emplace_back();
+        phases[s].push_back(Phase{task.op, {}, {}});
+      }
       slots[t].resize(task.outputs.size());
       Work w{&task, {}, &slots[t]};
       for (const std::string& k : task.inputs) {
@@ -137,7 +143,7 @@ Bare BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Data
       }
       for (size_t j = 0; j < task.outputs.size(); ++j) {
         if (nn::Plan::IsStateKey(task.outputs[j]))
-          phases[s].back().swaps.push_back(task.outputs[j]);
+          phases[s].back().swaps.emplace_back(&state.at(task.outputs[j]), &slots[t][j]);
         where[task.outputs[j]] = &slots[t][j];
       }
       runs.back().push_back(std::move(w));
@@ -159,22 +165,12 @@ Bare BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Data
   Clock::time_point phase_start;
   auto finish_phase = [&]() noexcept {
     const Clock::time_point now = Clock::now();
-    const nn::TaskOp op =
-        (current->per_thread[0].empty() ? current->per_thread[1] : current->per_thread[0])[0]
-            .task->op;
-    out.phase_ms[op] += std::chrono::duration<double, std::milli>(now - phase_start).count();
+    out.phase_ms[current->op] +=
+        std::chrono::duration<double, std::milli>(now - phase_start).count();
     phase_start = now;
-    for (const std::string& k : current->swaps) {
-      // The update's output slot holds the new version: swapped into the state, the old version
-      // goes to the slot (overwritten by the next step's update).
-      for (int th = 0; th < 2; ++th) {
-        for (const Work& w : current->per_thread[th]) {
-          for (size_t j = 0; j < w.task->outputs.size(); ++j) {
-            if (w.task->outputs[j] == k) std::swap(state.at(k), (*w.out)[j]);
-          }
-        }
-      }
-    }
+    // The update's output slot holds the new version: swapped into the state, the old version
+    // goes to the slot (overwritten by the next step's update).
+    for (auto [state_buf, slot] : current->swaps) std::swap(*state_buf, *slot);
   };
   std::barrier sync(2, finish_phase);
   auto run = [&](int th) {
