@@ -91,9 +91,8 @@ void PinTo(int cpu) {
 // first, to the less loaded), with a barrier after each. Like the runtime, an update writes a new
 // buffer (here its output slot, swapped with the shard's state at the barrier). Batches are cut
 // before the clock starts. With threads = 1 the second thread only waits at the barriers: the plan
-// run in order, as the reference trainer runs it. Returns samples/s; *sha gets the final weights'
-// SHA-256 (the reference's bits) and (*phase_ms)[op] the mean time per step of the phases of that
-// op.
+// run in order, as the reference trainer runs it. Bare holds samples/s, the final weights'
+// SHA-256 (the reference's bits) and each op's phases' mean time per step.
 struct Bare {
   double samples_per_s = 0;
   std::string sha;
