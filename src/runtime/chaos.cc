@@ -4,6 +4,14 @@
 
 namespace acan::runtime {
 
+ChaosOptions ChaosOptions::InSeconds(double step_s) const {
+  ChaosOptions o = *this;
+  if (speed_change_steps > 0) o.speed_change_s = speed_change_steps * step_s;
+  if (crash_interval_steps > 0) o.crash_interval_s = crash_interval_steps * step_s;
+  o.speed_change_steps = o.crash_interval_steps = 0;
+  return o;
+}
+
 Chaos::Chaos(ChaosOptions options, int handlers, ChaosActions actions)
     : options_(std::move(options)),
       handlers_(handlers),

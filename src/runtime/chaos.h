@@ -24,6 +24,16 @@ struct ChaosOptions {
   double crash_probability = 0;  // per handler (and the manager) per interval
   bool crash_manager = false;
   uint64_t seed = 1;
+  // The same two intervals in steps (> 0 replaces the seconds): the run first times this many
+  // fault-free steps and turns steps into seconds with their median, so that a slower build or
+  // a busier machine sees the same regime relative to its work.
+  double speed_change_steps = 0;
+  double crash_interval_steps = 0;
+  int64_t calibration_steps = 8;
+
+  bool relative() const { return speed_change_steps > 0 || crash_interval_steps > 0; }
+  // These options with the intervals in seconds, given the median step time.
+  ChaosOptions InSeconds(double step_s) const;
 };
 
 struct ChaosActions {

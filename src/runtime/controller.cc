@@ -73,6 +73,29 @@ void Controller::Backoff(const nn::TaskSpec& task) {
   Record(false);
 }
 
+std::string Controller::ClassName(const ClassKey& k) {
+  return std::string(nn::ToString(static_cast<nn::TaskOp>(k.first))) + "/2^" +
+         std::to_string(k.second);
+}
+
+std::map<std::string, double> Controller::MeanTaskNs() const {
+  std::map<std::string, double> out;
+  for (const auto& [k, e] : estimates_) {
+    const double ns = e.has_sample ? e.srtt_ns : e.probe_ns;
+    if (ns > 0) out[ClassName(k)] = ns;
+  }
+  return out;
+}
+
+void Controller::Seed(const std::map<std::string, double>& mean_task_ns) {
+  for (int op = 0; op <= static_cast<int>(nn::TaskOp::kChain); ++op) {
+    for (int bits = 0; bits <= 64; ++bits) {
+      auto it = mean_task_ns.find(ClassName({op, bits}));
+      if (it != mean_task_ns.end() && it->second > 0) estimates_[{op, bits}].probe_ns = it->second;
+    }
+  }
+}
+
 void Controller::Record(bool in_time) {
   outcomes_.push_back(in_time);
   if (outcomes_.size() > options_.window) outcomes_.pop_front();
@@ -121,10 +144,8 @@ ControllerSnapshot Controller::Snapshot() const {
   ControllerSnapshot s;
   double sum = 0;
   for (const auto& [k, e] : estimates_) {
-    std::string name = std::string(nn::ToString(static_cast<nn::TaskOp>(k.first))) + "/2^" +
-                       std::to_string(k.second);
     double ms = double(TimeoutOf(e).count()) / 1e6;
-    s.timeouts_ms[name] = ms;
+    s.timeouts_ms[ClassName(k)] = ms;
     sum += ms;
   }
   s.mean_timeout_ms = estimates_.empty() ? 0 : sum / double(estimates_.size());

@@ -71,6 +71,13 @@ class Controller {
   // A task's deadline passed: back off its class and count a miss.
   void Backoff(const nn::TaskSpec& task);
 
+  // The mean task time of every class with a sample or a probe ("<op>/2^<bits>" -> ns), kept
+  // in the manager's state so that a new manager starts from it instead of probing again.
+  std::map<std::string, double> MeanTaskNs() const;
+  // Seeds classes as a probe would, from MeanTaskNs() of an earlier controller. Unknown names
+  // are ignored.
+  void Seed(const std::map<std::string, double>& mean_task_ns);
+
   int64_t pouch() const { return pouch_; }
   int64_t task_size() const { return task_size_; }
   double completion_rate() const;
@@ -87,6 +94,7 @@ class Controller {
   };
   using ClassKey = std::pair<int, int>;  // op, log2(work)
   static ClassKey ClassOf(const nn::TaskSpec& task);
+  static std::string ClassName(const ClassKey& k);
   std::chrono::nanoseconds TimeoutOf(const Estimate& e) const;
   void Record(bool in_time);
   void Decide();

@@ -102,12 +102,6 @@ void Handler::Run(const std::atomic<bool>& stop) {
       if (outcome == Outcome::kDone) continue;
       // Stopped: the task in hand is lost (or, not started, goes back), the rest of the pouch
       // was never started and goes back for the others.
-      if (outcome == Outcome::kLost) {
-        const Key& k = (*got)[i].key;  // <job>.task.<type>.<task key>
-        std::string_view full = k.str();
-        size_t skip = k.token(0).size() + k.token(1).size() + k.token(2).size() + 3;
-        abandoned_.emplace_back(full.substr(skip));
-      }
       for (size_t j = outcome == Outcome::kLost ? i + 1 : i; j < got->size(); ++j) {
         (void)space_->Put((*got)[j].key.str(), (*got)[j].value);
       }
@@ -136,7 +130,36 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
     return Outcome::kDone;
   }
   const TaskMessage& m = *decoded;
+  const Outcome outcome = RunTask(m, stop);
+  if (outcome == Outcome::kLost) abandoned_.push_back({m.spec.key, m.spec.step});
+  return outcome;
+}
+
+// Output keys of a task: a step tensor, or the proposal of an update.
+std::string Handler::OutputKey(const nn::TaskSpec& spec, size_t i) const {
+  const std::string& out = spec.outputs[i];
+  return nn::Plan::IsStateKey(out) ? layout_.Proposal(out, spec.step) : layout_.Tensor(out);
+}
+
+// A task sent again whose outputs are all in the space already (its report, not its work, was
+// lost; or an earlier copy finished meanwhile): nothing to run, only the report to give.
+bool Handler::AlreadyDone(const TaskMessage& m) {
+  if (m.attempt <= 1) return false;
+  for (size_t i = 0; i < m.spec.outputs.size(); ++i) {
+    auto r = space_->Read(OutputKey(m.spec, i));
+    if (!r.ok() || !r->has_value()) return false;
+  }
+  return true;
+}
+
+Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>& stop) {
   const auto taken = Clock::now();
+  if (AlreadyDone(m)) {
+    stats_->reused.fetch_add(1);
+    DoneMessage done{m.attempt, options_.id, 0, ""};
+    Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done));
+    return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
+  }
   // Claim it at once, so that from now on a crash here is visible in the space. The claim lasts a
   // few times what this op has been taking here (slowed down as we are now).
   double speed_now = std::max(1.0, stats_->speed.load(std::memory_order_relaxed));
@@ -200,9 +223,7 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
   DoneMessage done{m.attempt, options_.id, exec_ns, ""};
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string& out = m.spec.outputs[i];
-      std::string key =
-          nn::Plan::IsStateKey(out) ? layout_.Proposal(out, m.spec.step) : layout_.Tensor(out);
+      const std::string key = OutputKey(m.spec, i);
       Value value = options_.buffers ? options_.buffers->Wrap(std::move(outputs[i]))
                                      : Value::FromVector(std::move(outputs[i]));
       Status put = space_->Put(key, std::move(value));
@@ -215,6 +236,15 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
   (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+  // The step was cleaned up while this ran (a late copy): what was just written would stay
+  // forever, so take it back. The manager closes the step before it removes the step's tuples,
+  // so when the step is still open here, its clean-up is yet to come and removes them.
+  auto open = space_->Read(layout_.StepOpen(m.spec.step));
+  if (s.ok() && open.ok() && !open->has_value()) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      (void)space_->Take(OutputKey(m.spec, i), 1, Deadline::Now());
+    }
+  }
   if (options_.trace) {
     using std::chrono::duration;
     options_.trace->Slice(

@@ -19,6 +19,7 @@
 #include "nn/task.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/layout.h"
+#include "runtime/messages.h"
 #include "runtime/trace.h"
 
 namespace acan::runtime {
@@ -31,6 +32,7 @@ struct HandlerStats {
   std::atomic<int64_t> crashes{0};
   std::atomic<int64_t> missing_inputs{0};  // tasks dropped because an input was gone
   std::atomic<int64_t> bad_tuples{0};      // undecodable task tuples
+  std::atomic<int64_t> reused{0};          // resent tasks reported done from outputs in the space
   std::atomic<double> speed{1.0};          // current slow-down factor (1 = full speed)
 };
 
@@ -71,14 +73,21 @@ class Handler {
   // abandons the pouch in hand: its tasks are lost, as on a real processor.
   void Run(const std::atomic<bool>& stop);
 
-  // After Run returned because of `stop`: the keys of the tasks it had taken and not finished.
-  const std::vector<std::string>& abandoned() const { return abandoned_; }
+  struct AbandonedTask {
+    std::string key;  // the task key
+    int64_t step = 0;
+  };
+  // After Run returned because of `stop`: the tasks it had begun and not finished.
+  const std::vector<AbandonedTask>& abandoned() const { return abandoned_; }
 
  private:
   // What became of a task: done (or dropped as undecodable or stale), lost (stop was set once it
   // had begun: nothing is reported), or not started (stop was set first: put it back).
   enum class Outcome { kDone, kLost, kNotStarted };
   Outcome RunTask(const Tuple& task, const std::atomic<bool>& stop);
+  Outcome RunTask(const TaskMessage& task, const std::atomic<bool>& stop);
+  bool AlreadyDone(const TaskMessage& task);
+  std::string OutputKey(const nn::TaskSpec& spec, size_t i) const;
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
   Status PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease, bool replace);
   std::vector<std::string> Patterns() const;
@@ -87,7 +96,7 @@ class Handler {
   Layout layout_;
   HandlerOptions options_;
   HandlerStats* stats_;
-  std::vector<std::string> abandoned_;
+  std::vector<AbandonedTask> abandoned_;
   std::map<int, double> exec_ns_;  // smoothed execution time per task op, a hint for claims
 };
 

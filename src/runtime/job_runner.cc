@@ -11,8 +11,10 @@
 #include <unordered_map>
 
 #include "nn/plan.h"
+#include "runtime/crashable_space.h"
 #include "runtime/handler.h"
 #include "runtime/manager.h"
+#include "space/census_space.h"
 
 namespace acan::runtime {
 
@@ -49,6 +51,9 @@ class Telemetry {
     std::lock_guard lock(mu_);
     progress_ = p;
     controller_ = c;
+    last_step_at_ = Clock::now();
+    if (step_times_.size() < 1024) step_times_.push_back(last_step_at_);
+    if (step_hook_ && int64_t(step_times_.size()) == step_hook_at_) step_hook_();
     for (auto t : manager_crashes_) recovery_.manager_ms.push_back(Ms(Clock::now() - t));
     manager_crashes_.clear();
   }
@@ -66,9 +71,56 @@ class Telemetry {
       lost_.erase(it);
     }
   }
-  void OnHandlerCrash(const std::vector<std::string>& lost, Clock::time_point at) {
+  void OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost, Clock::time_point at) {
     std::lock_guard lock(mu_);
-    for (const auto& k : lost) lost_.emplace(k, at);
+    for (const auto& t : lost) lost_.emplace(t.key, at);
+  }
+  // Calls `hook` (on the manager's thread) when the n-th step completes.
+  void SetStepHook(int64_t n, std::function<void()> hook) {
+    std::lock_guard lock(mu_);
+    step_hook_at_ = n;
+    step_hook_ = std::move(hook);
+  }
+  void OnActive(int slot) {
+    std::lock_guard lock(mu_);
+    ++incarnations_;
+    active_slot_ = slot;
+  }
+  void OnFlight(const FlightStatus& f) {
+    std::lock_guard lock(mu_);
+    flight_ = f;
+  }
+  void OnRecovered(std::chrono::nanoseconds took, int64_t calls) {
+    std::lock_guard lock(mu_);
+    recovery_.manager_recovery_ms.push_back(Ms(took));
+    recovery_.manager_recovery_calls.push_back(calls);
+  }
+  // The median time between the first `n` + 1 step completions, once there are that many.
+  std::optional<double> MedianStepS(int64_t n) const {
+    std::lock_guard lock(mu_);
+    if (n < 1 || int64_t(step_times_.size()) < n + 1) return std::nullopt;
+    std::vector<double> gaps;
+    for (int64_t i = 0; i < n; ++i) {
+      gaps.push_back(std::chrono::duration<double>(step_times_[i + 1] - step_times_[i]).count());
+    }
+    std::nth_element(gaps.begin(), gaps.begin() + n / 2, gaps.end());
+    return gaps[n / 2];
+  }
+  // A stall report without the space's census and the crash counts, which others know.
+  StallReport Stall(Clock::time_point run_start) const {
+    std::lock_guard lock(mu_);
+    StallReport r;
+    const auto now = Clock::now();
+    r.t_s = std::chrono::duration<double>(now - run_start).count();
+    r.stalled_s = std::chrono::duration<double>(now - std::max(run_start, last_step_at_)).count();
+    r.manager_slot = active_slot_;
+    r.manager_incarnations = incarnations_;
+    r.flight = flight_;
+    return r;
+  }
+  Clock::time_point last_step_at() const {
+    std::lock_guard lock(mu_);
+    return last_step_at_;
   }
   void OnManagerCrash() {
     std::lock_guard lock(mu_);
@@ -90,6 +142,13 @@ class Telemetry {
   RecoveryStats recovery_;
   std::unordered_map<std::string, Clock::time_point> lost_;
   std::vector<Clock::time_point> manager_crashes_;
+  Clock::time_point last_step_at_;
+  std::vector<Clock::time_point> step_times_;  // of the first steps (the chaos calibration)
+  int64_t incarnations_ = 0;
+  int active_slot_ = -1;
+  FlightStatus flight_;
+  int64_t step_hook_at_ = 0;
+  std::function<void()> step_hook_;
 };
 
 // How a run ends: the job finished, or something stopped it. The main thread sleeps on it
@@ -101,10 +160,14 @@ class RunEnd {
   bool over() const { return finished() || stopped(); }
   void Finish() { Set(&finished_); }
   void Stop() { Set(&stopped_); }
-  // Waits until the run is over or `until`; true when it is over.
+  // Wakes the waiter early (e.g. to start the chaos once the calibration steps are done).
+  void Poke() { Set(&poked_); }
+  // Waits until the run is over, a poke or `until`; true when it is over.
   bool WaitUntil(Clock::time_point until) {
     std::unique_lock lock(mu_);
-    return cv_.wait_until(lock, until, [&] { return over(); });
+    cv_.wait_until(lock, until, [&] { return over() || poked_.load(); });
+    poked_.store(false);
+    return over();
   }
 
  private:
@@ -115,7 +178,7 @@ class RunEnd {
     }
     cv_.notify_all();
   }
-  std::atomic<bool> finished_{false}, stopped_{false};
+  std::atomic<bool> finished_{false}, stopped_{false}, poked_{false};
   std::mutex mu_;
   std::condition_variable cv_;
 };
@@ -189,20 +252,33 @@ class ManagerSlot {
           crash_.store(true);
         }
       };
-      mo.on_active = [this] { active_.store(true); };
+      CrashableSpace view(space_, &crash_);
+      mo.on_active = [this] {
+        active_.store(true);
+        telemetry_->OnActive(id_);
+      };
+      mo.on_recovered = [&](std::chrono::nanoseconds took) {
+        telemetry_->OnRecovered(took, view.calls());
+        if (options_.kill_manager_after_recovery > 1) {
+          view.KillAt(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         took * (options_.kill_manager_after_recovery - 1)));
+        }
+      };
+      mo.on_flight = [this](const FlightStatus& f) { telemetry_->OnFlight(f); };
       mo.on_epoch_end = options_.on_epoch_end;
       mo.on_task_done = [this](const std::string& key, int64_t exec_ns) {
         telemetry_->OnTaskDone(key, exec_ns);
       };
       mo.trace = options_.trace.get();
-      Manager manager(space_, layout_, &job_, &data_, mo);
+      Manager manager(&view, layout_, &job_, &data_, mo);
       Status s = manager.Run(crash_);
       const bool was_active = active_.exchange(false);
       if (s.ok()) {
         end_->Finish();
         return;
       }
-      if (s.IsCancelled() && !end_->over()) {
+      // Killed: whatever its last call said, its view of the space died under it.
+      if ((s.IsCancelled() || view.dead()) && !end_->over()) {
         if (was_active) {
           crashes_.fetch_add(1);
           telemetry_->OnManagerCrash();
@@ -319,11 +395,24 @@ class HandlerSlot {
       }
       stats_.crashes.fetch_add(1);
       telemetry_->OnHandlerCrash(handler.abandoned(), crashed_at);
+      DropClaimsOfClosedSteps(handler.abandoned());
       if (options_.trace) {
         options_.trace->Instant(TraceRecorder::HandlerLane(options_.id), "handler crash", "crash",
                                 fmt::format(R"({{"lost_tasks":{}}})", handler.abandoned().size()));
       }
       std::this_thread::sleep_for(run_.handler_restart_delay);
+    }
+  }
+
+  // The dead incarnation's claims on tasks of steps that were cleaned up meanwhile: the manager
+  // no longer looks at those tasks, so nobody else would remove them. The step is closed before
+  // its clean-up removes claims, so a claim of a step still open here is removed by the clean-up.
+  void DropClaimsOfClosedSteps(const std::vector<Handler::AbandonedTask>& abandoned) {
+    for (const Handler::AbandonedTask& t : abandoned) {
+      auto open = space_->Read(layout_.StepOpen(t.step));
+      if (open.ok() && !open->has_value()) {
+        (void)space_->Take(layout_.Claim(t.key, options_.id), SIZE_MAX, Deadline::Now());
+      }
     }
   }
 
@@ -353,7 +442,11 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
         "the chain strategy's task size sets what a step is and cannot adapt; give "
         "partition.task_size or let it default once");
   }
-  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> space, OpenSpace(options.space_uri));
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> opened, OpenSpace(options.space_uri));
+  // The census sees what lands in the space (beneath an injected fault, which may drop a put).
+  auto census_space = std::make_unique<CensusSpace>(std::move(opened), /*class_token=*/1);
+  CensusSpace* census = census_space.get();
+  std::unique_ptr<Space> space = std::move(census_space);
   if (options.wrap_space) space = options.wrap_space(std::move(space));
   ACAN_ASSIGN_OR_RETURN(Key token, Key::Parse(options.job_token));
   Layout layout(token.str());
@@ -380,13 +473,19 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     slots.push_back(std::make_unique<ManagerSlot>(m, space.get(), layout, job, data, options,
                                                   &telemetry, &end, &killed_once));
   }
-  Chaos chaos(options.chaos, options.handlers,
-              ChaosActions{[&](int h, double speed) { handlers[h]->stats().speed.store(speed); },
-                           [&](int h) { handlers[h]->Crash(); },
-                           [&] {
-                             for (auto& s : slots) s->CrashIfActive();
-                           }});
-  chaos.Start();
+  // Chaos in seconds starts now; in steps, once the calibration steps are timed.
+  std::unique_ptr<Chaos> chaos;
+  auto start_chaos = [&](const ChaosOptions& o) {
+    chaos = std::make_unique<Chaos>(
+        o, options.handlers,
+        ChaosActions{[&](int h, double speed) { handlers[h]->stats().speed.store(speed); },
+                     [&](int h) { handlers[h]->Crash(); },
+                     [&] {
+                       for (auto& s : slots) s->CrashIfActive();
+                     }});
+    chaos->Start();
+  };
+  if (!options.chaos.relative()) start_chaos(options.chaos);
   // One handler per CPU this process may use, when there are enough: otherwise the scheduler may
   // wake two compute-bound handlers on one core and leave them there for whole steps. Not with
   // injected slow-downs: a slowed handler sleeps most of its task time (a real slow processor
@@ -410,6 +509,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
 
   // Sample the metrics time series until the job is done.
   std::vector<MetricsRow> metrics;
+  std::vector<StallReport> stalls;
   int64_t last_samples = 0;
   auto last_t = start;
   auto next_sample = start + options.metrics_interval;
@@ -439,21 +539,67 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     for (auto& s : slots) row.manager_crashes += s->crashes();
     metrics.push_back(std::move(row));
   };
-  while (!end.WaitUntil(next_sample)) {
-    sample();
-    next_sample += options.metrics_interval;
+  // Stalls: no step for max(floor, 8 x the longest current timeout), reported again each time as
+  // long again passes.
+  auto stall_limit = [&] {
+    double longest_ms = 0;
+    for (const auto& [cls, ms] : telemetry.Latest().second.timeouts_ms) {
+      longest_ms = std::max(longest_ms, ms);
+    }
+    return std::max(std::chrono::duration_cast<Clock::duration>(options.stall_floor),
+                    std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double, std::milli>(8 * longest_ms)));
+  };
+  auto next_stall_check = start + stall_limit();
+  Status stalled;
+  auto check_stall = [&] {
+    const auto now = Clock::now();
+    const auto last = std::max(start, telemetry.last_step_at());
+    const auto limit = stall_limit();
+    if (now - last < limit) {
+      next_stall_check = last + limit;
+      return;
+    }
+    StallReport r = telemetry.Stall(start);
+    r.space = census->Snapshot();
+    for (auto& sl : slots) r.manager_crashes += sl->crashes();
+    for (auto& h : handlers) r.handler_crashes += h->stats().crashes.load();
+    spdlog::warn("acan: the run is stalled: {}", r.ToString());
+    if (options.on_stall) options.on_stall(r);
+    stalls.push_back(r);
+    next_stall_check = now + limit;
+    if (options.abort_after_stall.count() > 0 && now - last >= options.abort_after_stall) {
+      stalled = Status::Timeout("the run gave up: " + r.ToString());
+      end.Stop();
+    }
+  };
+  const int64_t calibration = std::max<int64_t>(1, options.chaos.calibration_steps);
+  if (options.chaos.relative()) telemetry.SetStepHook(calibration + 1, [&end] { end.Poke(); });
+  while (!end.WaitUntil(std::min(next_sample, next_stall_check))) {
+    if (!chaos) {  // chaos in steps, not started yet
+      if (auto step_s = telemetry.MedianStepS(calibration)) {
+        start_chaos(options.chaos.InSeconds(*step_s));
+      }
+    }
+    if (Clock::now() >= next_stall_check) check_stall();
+    if (Clock::now() >= next_sample) {
+      sample();
+      next_sample += options.metrics_interval;
+    }
   }
   // The run is over when the last step is applied: what follows is shutting down.
   const double wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  chaos.Stop();
+  if (chaos) chaos->Stop();
   for (auto& s : slots) s->Stop();
   for (auto& s : slots) s->Join();
   sample();
   for (auto& h : handlers) h->Stop();
   for (auto& h : handlers) h->Join();
 
+  ACAN_RETURN_IF_ERROR(stalled);
   for (auto& s : slots) ACAN_RETURN_IF_ERROR(s->status());
   RunResult result;
+  result.stalls = std::move(stalls);
   result.wall_s = wall_s;
   result.metrics = std::move(metrics);
   result.recovery = telemetry.recovery();
@@ -475,6 +621,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
     r.crashes = st.crashes.load();
     r.missing_inputs = st.missing_inputs.load();
     r.bad_tuples = st.bad_tuples.load();
+    r.reused = st.reused.load();
     result.handlers.push_back(r);
   }
   for (auto& s : slots) {
@@ -483,6 +630,7 @@ Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, cons
   }
   result.pouch = pouch.load();
   result.space = space->Stats();
+  result.census = census->Snapshot();
   space->Close();
   return result;
 }

@@ -20,6 +20,7 @@
 #include "runtime/chaos.h"
 #include "runtime/controller.h"
 #include "runtime/progress.h"
+#include "runtime/stall.h"
 #include "runtime/trace.h"
 
 namespace acan::runtime {
@@ -45,6 +46,9 @@ struct RunOptions {
   bool standby = true;  // run a standby manager beside the active one
   // Test hook: the active manager is killed once it has completed this many steps (-1: never).
   int64_t kill_manager_after_step = -1;
+  // Test hook: every manager is killed once it has been active for this multiple (> 1) of its
+  // own recovery time (0: never). A run must still finish: recovery alone moves it forward.
+  double kill_manager_after_recovery = 0;
   std::chrono::milliseconds manager_restart_delay{50};
   // Injected speeds and crashes (the experiments); a crashed handler restarts after this delay.
   ChaosOptions chaos;
@@ -60,6 +64,13 @@ struct RunOptions {
   std::shared_ptr<TraceRecorder> trace;
   // Called on the manager's thread with the model after each epoch (e.g. to evaluate it).
   std::function<void(int64_t epoch, const nn::Model&)> on_epoch_end;
+  // A run is stalled when no step has completed for max(stall_floor, 8 x its longest current
+  // task timeout): a warning with what is in flight is logged (and given to on_stall), and again
+  // each time as long again passes while the stall lasts.
+  std::chrono::milliseconds stall_floor{5000};
+  std::function<void(const StallReport&)> on_stall;
+  // Give up a run stalled this long (0: never): RunJob returns Timeout with the last report.
+  std::chrono::milliseconds abort_after_stall{0};
 };
 
 // One row of metrics.csv.
@@ -80,6 +91,10 @@ struct MetricsRow {
 };
 
 struct RecoveryStats {
+  // Each manager incarnation's recovery (lease taken -> steps in flight rebuilt and their ready
+  // tasks sent) and the space calls it took.
+  std::vector<double> manager_recovery_ms;
+  std::vector<int64_t> manager_recovery_calls;
   std::vector<double> handler_ms;    // crash -> the lost task's retransmission completes
   std::vector<double> lost_task_ms;  // execution time of those retransmissions
   std::vector<double> manager_ms;    // crash -> the next step completes
@@ -101,6 +116,7 @@ struct HandlerReport {
   int64_t crashes = 0;
   int64_t missing_inputs = 0;  // tasks dropped because an input was gone (late duplicates)
   int64_t bad_tuples = 0;      // undecodable task tuples
+  int64_t reused = 0;          // resent tasks whose outputs were in the space already
 };
 
 struct RunResult {
@@ -112,6 +128,8 @@ struct RunResult {
   int64_t pouch = 1;
   ControllerSnapshot controller;  // the last active manager's controller
   SpaceStats space;
+  Census census;  // resident tuples and bytes by key class: at the end and at their peak
+  std::vector<StallReport> stalls;  // every stall warning, in order
   std::vector<MetricsRow> metrics;
   RecoveryStats recovery;
   std::shared_ptr<TraceRecorder> trace;  // RunOptions::trace, filled in (null: not traced)

@@ -1,15 +1,19 @@
 // Where a job's tuples live in the space. Every key starts with the job's token, so several
 // jobs can share one space and a handler's pattern names exactly the tasks it may run:
 //
-//   <job>.task.<type>.<task key>       a task to run (type:
-//   forward|activation|loss|backward|update) <job>.t.<tensor key>               a step's tensor
-//   (inputs, activations, gradients, metrics) <job>.p.<state key>.v<version>     a parameter or
-//   velocity shard at a version <job>.u.<state key>.s<step>        an update's proposed next
-//   version, applied by the manager <job>.done.<task key>              a handler's report that a
-//   task ran <job>.claim.<task key>.h<id>       handler <id> is running the task (incarnation,
-//   lease end) <job>.alive.h<id>                  the current incarnation of handler <id>
-//   <job>.m.state                      the manager's progress (restart point)
-//   <job>.m.lease                      the single lease token: who manages the job, until when
+// clang-format off
+//   <job>.task.<type>.<task key>     a task to run (type: forward|activation|loss|backward|update)
+//   <job>.t.<tensor key>             a step's tensor (inputs, activations, gradients, metrics)
+//   <job>.p.<state key>.v<version>   a parameter or velocity shard at a version
+//   <job>.u.<state key>.s<step>      an update's proposed next version, applied by the manager
+//   <job>.done.<task key>            a handler's report that a task ran
+//   <job>.claim.<task key>.h<id>     handler <id> is running the task (incarnation, lease end)
+//   <job>.alive.h<id>                the current incarnation of handler <id>
+//   <job>.step.s<step>               the step is open: its tensors may be written (removed first
+//                                    when the step is cleaned up)
+//   <job>.m.state                    the manager's progress (restart point)
+//   <job>.m.lease                    the single lease token: who manages the job, until when
+// clang-format on
 //
 // Handlers write only task outputs (t, u, done); parameters (p) are written by the manager
 // alone, after a compare-and-set on the shard's version. Plain functions; thread-safe.
@@ -67,6 +71,9 @@ class Layout {
   std::string ClaimPattern(std::string_view task_key) const {
     return job_ + ".claim." + std::string(task_key) + ".*";
   }
+  // Present from a step's admission until its clean-up begins: a handler whose outputs land
+  // after it is gone takes them back, so nothing of a finished step stays behind.
+  std::string StepOpen(int64_t step) const { return job_ + ".step.s" + std::to_string(step); }
   std::string Alive(int handler) const { return job_ + ".alive.h" + std::to_string(handler); }
   std::string ManagerState() const { return job_ + ".m.state"; }
   std::string Lease() const { return job_ + ".m.lease"; }

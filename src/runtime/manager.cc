@@ -210,14 +210,19 @@ Status Manager::LoadState() {
     }
   }
   next_admit_ = progress_.next_step;
-  // A previous manager may have admitted up to `window` + 1 steps: look before re-running them.
-  recover_steps_ = progress_.dispatched > 0 ? options_.window + 1 : 0;
+  // A previous manager may have admitted up to `window` + 1 steps, and its handlers may have run
+  // their tasks since: look at what is in the space before sending any of them again. Always,
+  // even before the first step is saved: an incarnation that redid a step from scratch could
+  // never finish one under crashes that come faster than a step.
+  recover_steps_ = options_.window + 1;
+  controller_.Seed(progress_.task_ns);
   if (took_over_) progress_.manager_takeovers++;
   return Status::Ok();
 }
 
 Status Manager::SaveState() {
   const Pattern state = Pattern::Parse(layout_.ManagerState()).value();
+  progress_.task_ns = controller_.MeanTaskNs();
   auto old = space_->Take(state, 16, Deadline::Now());
   if (!old.ok() && !old.status().IsTimeout()) return old.status();
   return space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson()));
@@ -243,6 +248,12 @@ Status Manager::Admit(int64_t step) {
   st.step = step;
   st.rows = batcher_->BatchRows(step);
   nn::Batch batch = batcher_->Get(step);
+  // Open the step before anything of it exists (a recovered step may be open already).
+  std::optional<Tuple> open;
+  if (recovering) {
+    ACAN_ASSIGN_OR_RETURN(open, space_->Read(layout_.StepOpen(step)));
+  }
+  if (!open.has_value()) ACAN_RETURN_IF_ERROR(space_->Put(layout_.StepOpen(step), Value()));
   std::unordered_set<std::string> present;
   for (auto& [key, tensor] : st.plan->StepInputs(step, st.rows, batch.x, batch.t)) {
     st.inputs.push_back(key);
@@ -277,9 +288,12 @@ Status Manager::Admit(int64_t step) {
 // A previous manager got this far: what is already in the space need not run again. First find
 // the tasks whose outputs all exist (done) or that are still queued, then release what they feed.
 Status Manager::Recover(ActiveStep& st) {
-  std::unordered_set<std::string> queued;
-  ACAN_ASSIGN_OR_RETURN(auto tasks, space_->ReadAll(layout_.AnyTaskPattern()));
-  for (const Tuple& q : tasks) queued.insert(q.key.str());
+  if (!queued_at_start_.has_value()) {  // once per incarnation: only a predecessor's tasks count
+    queued_at_start_.emplace();
+    ACAN_ASSIGN_OR_RETURN(auto tasks, space_->ReadAll(layout_.AnyTaskPattern()));
+    for (const Tuple& q : tasks) queued_at_start_->insert(q.key.str());
+  }
+  const std::unordered_set<std::string>& queued = *queued_at_start_;
   for (TaskRun& t : st.tasks) {
     bool done = true;
     for (const std::string& out : t.spec.outputs) {
@@ -605,6 +619,8 @@ Result<Manager::Claim> Manager::ClaimOf(const std::string& task_key) {
 
 Status Manager::CleanupStep(const ActiveStep& st) {
   auto drop = [&](const std::string& key) { (void)space_->Take(key, SIZE_MAX, Deadline::Now()); };
+  // Closed first: a handler whose outputs land from now on finds it gone and takes them back.
+  drop(layout_.StepOpen(st.step));
   for (const std::string& k : st.inputs) drop(layout_.Tensor(k));
   for (const TaskRun& t : st.tasks) {
     drop(layout_.Task(t.spec.type, t.spec.key));
@@ -640,6 +656,7 @@ Status Manager::FinalizeSteps() {
     const int64_t finished_step = st.step;
     const nn::Plan* plan = st.plan;
     active_.erase(active_.begin());
+    ReportFlight();
     if (options_.on_step) options_.on_step(progress_, controller_.Snapshot());
     if (options_.on_epoch_end && (finished_step + 1) % batcher_->BatchesPerEpoch() == 0) {
       ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan, finished_step + 1));
@@ -655,8 +672,11 @@ Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& 
   nn::Model m = plan.ModelFromState([&](const std::string& key) {
     auto t = space->Read(layout.State(key, version));
     if (!t.ok() || !t->has_value()) {
-      missing =
-          Status::DataLoss(fmt::format("version {} of '{}' is not in the space", version, key));
+      if (missing.ok()) {
+        missing = !t.ok() ? t.status()
+                          : Status::DataLoss(fmt::format("version {} of '{}' is not in the space",
+                                                         version, key));
+      }
       return std::vector<float>();
     }
     auto v = (*t)->value.As<float>();
@@ -718,28 +738,29 @@ void Manager::ProbeTasks() {
   }
 }
 
+// A new incarnation (or the first) rebuilds the steps a predecessor may have had in flight from
+// what is in the space, reusing every task whose outputs exist, queued or held by a live claim;
+// its cost is in proportion to the steps in flight, not to the history of the job.
 Status Manager::Run(const std::atomic<bool>& crash) {
   ACAN_RETURN_IF_ERROR(AcquireLease(crash));
+  const auto active_at = Clock::now();
   if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
   if (progress_.finished) return Status::Ok();
-  if (options_.probe) ProbeTasks();
+  if (options_.probe && progress_.task_ns.empty()) {
+    ProbeTasks();
+    ACAN_RETURN_IF_ERROR(SaveState());  // a successor starts from these timeouts
+  }
+  ACAN_RETURN_IF_ERROR(AdmitAhead());
+  recover_steps_ = 0;  // a predecessor never had more steps in flight than these
+  queued_at_start_.reset();
+  ACAN_RETURN_IF_ERROR(FinalizeSteps());
+  if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
   const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
     if (Clock::now() >= lease_renew_at_) ACAN_RETURN_IF_ERROR(RenewLease());
-    // Steps in flight, plus one admitted ahead: its inputs are in the space and its tasks built
-    // before the versions it reads exist, so the step begins the moment they do.
-    while (static_cast<int64_t>(active_.size()) < options_.window + 1 &&
-           next_admit_ < total_steps_ && MinVersion() >= next_admit_ - options_.window) {
-      const auto begin = Clock::now();
-      ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
-      if (options_.trace) {
-        options_.trace->Slice(TraceRecorder::kManagerLane,
-                              fmt::format("admit s{}", next_admit_ - 1), "manager", begin,
-                              Clock::now());
-      }
-    }
+    ACAN_RETURN_IF_ERROR(AdmitAhead());
     auto dones = space_->Take(done, 256, Deadline(NextWake()));
     const auto begin = Clock::now();
     if (dones.ok()) {
@@ -760,6 +781,30 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     }
   }
   return Status::Ok();
+}
+
+// Steps in flight, plus one admitted ahead: its inputs are in the space and its tasks built
+// before the versions it reads exist, so the step begins the moment they do.
+Status Manager::AdmitAhead() {
+  bool admitted = false;
+  while (static_cast<int64_t>(active_.size()) < options_.window + 1 &&
+         next_admit_ < total_steps_ && MinVersion() >= next_admit_ - options_.window) {
+    const auto begin = Clock::now();
+    ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
+    admitted = true;
+    if (options_.trace) {
+      options_.trace->Slice(TraceRecorder::kManagerLane, fmt::format("admit s{}", next_admit_ - 1),
+                            "manager", begin, Clock::now());
+    }
+  }
+  if (admitted) ReportFlight();
+  return Status::Ok();
+}
+
+void Manager::ReportFlight() const {
+  if (!options_.on_flight) return;
+  options_.on_flight(FlightStatus{progress_.next_step, next_admit_, in_flight_,
+                                  static_cast<int64_t>(ready_.size())});
 }
 
 }  // namespace acan::runtime

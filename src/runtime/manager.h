@@ -20,8 +20,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "acan/space.h"
@@ -34,6 +36,14 @@
 #include "runtime/trace.h"
 
 namespace acan::runtime {
+
+// What a manager has in flight (for a stall report).
+struct FlightStatus {
+  int64_t next_step = 0;   // the oldest step not yet applied
+  int64_t admitted = 0;    // steps [next_step, admitted) are in flight
+  int64_t tasks_sent = 0;  // sent and not yet done
+  int64_t tasks_held = 0;  // ready, held back until the pouch has room
+};
 
 struct ManagerOptions {
   std::string owner = "manager";  // this manager's name in the lease
@@ -51,6 +61,11 @@ struct ManagerOptions {
   std::function<void(int64_t epoch, const nn::Model& model)> on_epoch_end;
   // Called when this manager holds the lease and starts (or resumes) the job.
   std::function<void()> on_active;
+  // Called once the steps in flight are rebuilt from the space and their ready tasks sent, with
+  // the time since the lease was taken: the recovery an incarnation must outlive to progress.
+  std::function<void(std::chrono::nanoseconds)> on_recovered;
+  // Called when steps are admitted or finished (on the manager's thread).
+  std::function<void(const FlightStatus&)> on_flight;
   // Called when a task completes for the first time (on the manager's thread).
   std::function<void(const std::string& task_key, int64_t exec_ns)> on_task_done;
   // Where retransmissions and take-overs are recorded; null: not traced.
@@ -87,7 +102,9 @@ class Manager {
   Status RenewLease();
   Status LoadState();
   Status SaveState();
+  Status AdmitAhead();
   Status Admit(int64_t step);
+  void ReportFlight() const;
   Status Recover(ActiveStep& st);
   // Sends a fresh task when the pouch has room, else queues it; retransmissions (a reason)
   // always go at once.
@@ -139,6 +156,8 @@ class Manager {
   std::deque<std::pair<int64_t, size_t>> ready_;  // fresh tasks waiting for room in the pouch
   std::vector<std::pair<int64_t, size_t>> newly_ready_;  // ready, to be released biggest first
   int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
+  // The task tuples in the space when this incarnation began recovering (its predecessor's).
+  std::optional<std::unordered_set<std::string>> queued_at_start_;
   bool took_over_ = false;
   Clock::time_point lease_renew_at_;
   std::chrono::system_clock::time_point lease_expires_;

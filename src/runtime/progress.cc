@@ -22,6 +22,7 @@ std::string Progress::ToJson() const {
   j["repeats"] = repeats;
   j["manager_takeovers"] = manager_takeovers;
   j["task_size"] = task_size;
+  j["task_ns"] = task_ns;
   auto& e = j["epochs"] = nlohmann::json::array();
   for (const EpochTotals& t : epochs) e.push_back({t.loss_sum, t.correct, t.rows});
   return j.dump();
@@ -47,6 +48,7 @@ Result<Progress> Progress::FromJson(std::string_view text) {
     p.repeats = j.at("repeats");
     p.manager_takeovers = j.at("manager_takeovers");
     p.task_size = j.at("task_size");
+    p.task_ns = j.at("task_ns").get<std::map<std::string, double>>();
     for (const auto& e : j.at("epochs")) p.epochs.push_back({e.at(0), e.at(1), e.at(2)});
     return p;
   } catch (const std::exception& e) {

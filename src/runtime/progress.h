@@ -35,6 +35,9 @@ struct Progress {
   int64_t manager_takeovers = 0;
   std::vector<EpochTotals> epochs;
   int64_t task_size = 0;
+  // The controller's mean task time per class (Controller::MeanTaskNs): a new manager starts
+  // its timeouts from these instead of probing again.
+  std::map<std::string, double> task_ns;
 
   std::string ToJson() const;
   static Result<Progress> FromJson(std::string_view text);

@@ -1,0 +1,52 @@
+// CrashableSpace: one process's view of the space, which dies with it. Once the crash flag is
+// set, or the kill time has passed, every call fails with Cancelled, and what a call in progress
+// took is lost with it, as when the process is killed by a signal at that instruction. The
+// in-process runtime gives each manager incarnation one, so an injected crash stops its writes
+// at once instead of at its next look at the flag. It also counts the calls made through it.
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+
+#include "acan/space.h"
+
+namespace acan::runtime {
+
+class CrashableSpace final : public Space {
+ public:
+  // REQUIRES: `inner` and `crashed` outlive this space.
+  CrashableSpace(Space* inner, const std::atomic<bool>* crashed);
+
+  // From `at` on, this view is dead as if `crashed` were set.
+  void KillAt(Clock::time_point at) { kill_at_ns_.store(at.time_since_epoch().count()); }
+  // True once calls fail: the crash flag is set or the kill time has passed.
+  bool dead() const { return !Alive().ok(); }
+  // Calls made through this view so far.
+  int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+
+  using Space::Get;
+  using Space::Put;
+  using Space::Read;
+  using Space::ReadAll;
+  using Space::Take;
+  Status Put(Key key, Value value, Deadline deadline) override;
+  Result<std::optional<Tuple>> Read(const Pattern& p) override;
+  Result<Tuple> Get(const Pattern& p, Deadline d) override;
+  Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
+  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override;
+  void Close() override {}  // the space outlives a process's view of it
+  SpaceStats Stats() const override { return inner_->Stats(); }
+  const std::string& uri() const override { return inner_->uri(); }
+
+ private:
+  // Counts a call; Cancelled once this view is dead.
+  Status Enter();
+  Status Alive() const;
+
+  Space* inner_;
+  const std::atomic<bool>* crashed_;
+  std::atomic<Clock::rep> kill_at_ns_{Clock::time_point::max().time_since_epoch().count()};
+  std::atomic<int64_t> calls_{0};
+};
+
+}  // namespace acan::runtime

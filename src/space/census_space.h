@@ -1,0 +1,61 @@
+// CensusSpace: a space wrapper that counts what is resident, by key class, as it passes through:
+// tuples and value bytes now and at their peak, per class (the key's token at `class_token`,
+// e.g. "t" in "<job>.t.<tensor>") and in all. The runtime uses it to watch a run's memory (the
+// chaos tests assert a bound on the peaks, a stall report prints the current figures).
+// Exact as long as every access to the inner space goes through the wrapper. Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "acan/space.h"
+
+namespace acan {
+
+struct ResidentCount {
+  int64_t tuples = 0;
+  int64_t bytes = 0;
+  int64_t peak_tuples = 0;
+  int64_t peak_bytes = 0;
+};
+
+struct Census {
+  ResidentCount total;  // its peaks are of the sum, not the sum of the classes' peaks
+  std::map<std::string, ResidentCount, std::less<>> by_class;
+};
+
+class CensusSpace final : public Space {
+ public:
+  // Keys with fewer than class_token + 1 tokens count in class "".
+  CensusSpace(std::unique_ptr<Space> inner, size_t class_token);
+
+  using Space::Get;
+  using Space::Put;
+  using Space::Read;
+  using Space::ReadAll;
+  using Space::Take;
+  Status Put(Key key, Value value, Deadline deadline) override;
+  Result<std::optional<Tuple>> Read(const Pattern& p) override { return inner_->Read(p); }
+  Result<Tuple> Get(const Pattern& p, Deadline d) override;
+  Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
+  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
+    return inner_->ReadAll(p, limit);
+  }
+  void Close() override { inner_->Close(); }
+  SpaceStats Stats() const override { return inner_->Stats(); }
+  const std::string& uri() const override { return inner_->uri(); }
+
+  Census Snapshot() const;
+
+ private:
+  void Count(const Key& key, size_t bytes, int sign);
+
+  std::unique_ptr<Space> inner_;
+  size_t class_token_;
+  mutable std::mutex mu_;
+  Census census_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace acan
