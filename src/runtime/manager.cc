@@ -90,40 +90,86 @@ Status Manager::InitJob(Space* space, const Layout& layout, const nn::JobConfig&
 }
 
 Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
-  ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.ManagerState()));
-  if (!t.has_value()) return Status::NotFound("no manager state for job '" + layout.job() + "'");
-  return Progress::FromJson(t->value.AsString());
+  ACAN_ASSIGN_OR_RETURN(auto all, space->ReadAll(layout.ManagerState()));
+  if (all.empty()) return Status::NotFound("no manager state for job '" + layout.job() + "'");
+  std::optional<Progress> newest;
+  for (const Tuple& t : all) {
+    ACAN_ASSIGN_OR_RETURN(Progress p, Progress::FromJson(t.value.AsString()));
+    if (!newest || p.next_step > newest->next_step) newest = std::move(p);
+  }
+  return *newest;
 }
 
 // ---- lease ----
+// The lease is a single token tuple, taken and put back to look at or renew it, so that two
+// managers can never both renew it. A manager killed between the take and the put loses it: a
+// standby that finds no token for two lease periods puts a lapsed one back. Should the killed
+// one have been only paused and put its token back later, two tokens exist for a while: whoever
+// takes the token next takes every copy and keeps the one that lapses last.
+
+Result<std::optional<LeaseMessage>> Manager::TakeLease(Deadline deadline) {
+  const Pattern lease = Pattern::Parse(layout_.Lease()).value();
+  auto first = space_->Get(lease, deadline);
+  if (!first.ok()) {
+    if (first.status().IsTimeout()) return std::optional<LeaseMessage>();
+    return first.status();
+  }
+  std::vector<Tuple> tokens{std::move(*first)};
+  auto more = space_->Take(lease, 16, Deadline::Now());
+  if (more.ok()) {
+    for (Tuple& t : *more) tokens.push_back(std::move(t));
+  } else if (!more.status().IsTimeout()) {
+    return more.status();
+  }
+  std::optional<LeaseMessage> latest;
+  for (const Tuple& t : tokens) {
+    auto m = DecodeLeaseMessage(t.value);
+    if (!m.ok()) {
+      spdlog::warn("manager: dropping an undecodable lease token: {}", m.status().ToString());
+      continue;
+    }
+    if (!latest || m->expires_ms > latest->expires_ms) latest = *m;
+  }
+  if (!latest) latest = LeaseMessage{"", 0};  // only damaged tokens: a lapsed one replaces them
+  return latest;
+}
+
+Status Manager::PutLease(int64_t expires_ms) {
+  lease_expires_ = std::chrono::system_clock::now() + options_.lease;
+  lease_renew_at_ = Clock::now() + options_.lease / 3;
+  return space_->Put(layout_.Lease(), EncodeLeaseMessage({options_.owner, expires_ms}));
+}
 
 Status Manager::AcquireLease(const std::atomic<bool>& crash) {
   const Pattern lease = Pattern::Parse(layout_.Lease()).value();
+  std::optional<Clock::time_point> missing_since;
   for (;;) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed while standing by");
     ACAN_ASSIGN_OR_RETURN(auto seen, space_->Read(lease));
     bool free = false;
     if (seen.has_value()) {
+      missing_since.reset();
       ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
       free = m.expires_ms < NowMs() || m.owner == options_.owner;
+    } else if (!missing_since) {
+      missing_since = Clock::now();
+    } else if (Clock::now() - *missing_since >= 2 * options_.lease) {
+      // Gone for two lease periods: its holder died between taking and putting it back.
+      spdlog::warn("{}: the lease token of job '{}' was lost; putting a lapsed one back",
+                   options_.owner, layout_.job());
+      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), EncodeLeaseMessage({"", 0})));
+      missing_since.reset();
+      continue;
     }
     if (free) {
-      // Take the single token; check it again (it may have been renewed meanwhile).
-      auto token = space_->Get(lease, Deadline::After(options_.lease / 2));
-      if (token.ok()) {
-        ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(token->value));
-        if (m.expires_ms < NowMs() || m.owner == options_.owner) {
-          lease_expires_ = std::chrono::system_clock::now() + options_.lease;
-          ACAN_RETURN_IF_ERROR(
-              space_->Put(layout_.Lease(),
-                          EncodeLeaseMessage({options_.owner, NowMs() + options_.lease.count()})));
-          lease_renew_at_ = Clock::now() + options_.lease / 3;
-          took_over_ = !m.owner.empty() && m.owner != options_.owner;
-          return Status::Ok();
+      // Take the token; check it again (it may have been renewed meanwhile).
+      ACAN_ASSIGN_OR_RETURN(auto m, TakeLease(Deadline::After(options_.lease / 2)));
+      if (m.has_value()) {
+        if (m->expires_ms < NowMs() || m->owner == options_.owner) {
+          took_over_ = !m->owner.empty() && m->owner != options_.owner;
+          return PutLease(NowMs() + options_.lease.count());
         }
-        ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), token->value));  // not ours: put it back
-      } else if (!token.status().IsTimeout()) {
-        return token.status();
+        ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), EncodeLeaseMessage(*m)));  // not ours
       }
     }
     // Look again a fifth of a lease later; a crash (or the end of the run) stops the wait.
@@ -134,23 +180,19 @@ Status Manager::AcquireLease(const std::atomic<bool>& crash) {
   }
 }
 
+Status Manager::KeepLease() {
+  return Clock::now() >= lease_renew_at_ ? RenewLease() : Status::Ok();
+}
+
 Status Manager::RenewLease() {
-  const Pattern lease = Pattern::Parse(layout_.Lease()).value();
   while (std::chrono::system_clock::now() < lease_expires_) {
-    auto token = space_->Get(lease, Deadline::After(options_.lease / 10));
-    if (!token.ok()) {
-      if (token.status().IsTimeout()) continue;  // someone is looking at it; try again
-      return token.status();
+    ACAN_ASSIGN_OR_RETURN(auto m, TakeLease(Deadline::After(options_.lease / 10)));
+    if (!m.has_value()) continue;  // someone is looking at it; try again
+    if (m->owner != options_.owner) {
+      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), EncodeLeaseMessage(*m)));
+      return Status::Unavailable(fmt::format("{} lost the lease to {}", options_.owner, m->owner));
     }
-    ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(token->value));
-    if (m.owner != options_.owner) {
-      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), token->value));
-      return Status::Unavailable(fmt::format("{} lost the lease to {}", options_.owner, m.owner));
-    }
-    lease_expires_ = std::chrono::system_clock::now() + options_.lease;
-    lease_renew_at_ = Clock::now() + options_.lease / 3;
-    return space_->Put(layout_.Lease(),
-                       EncodeLeaseMessage({options_.owner, NowMs() + options_.lease.count()}));
+    return PutLease(NowMs() + options_.lease.count());
   }
   return Status::Unavailable(options_.owner + "'s lease expired before it could renew it");
 }
@@ -220,12 +262,19 @@ Status Manager::LoadState() {
   return Status::Ok();
 }
 
+// The new state goes in before the old one comes out, so a crash between the two leaves two
+// states, never none; ReadProgress takes the one furthest along.
 Status Manager::SaveState() {
-  const Pattern state = Pattern::Parse(layout_.ManagerState()).value();
   progress_.task_ns = controller_.MeanTaskNs();
-  auto old = space_->Take(state, 16, Deadline::Now());
-  if (!old.ok() && !old.status().IsTimeout()) return old.status();
-  return space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson()));
+  ACAN_ASSIGN_OR_RETURN(auto old, space_->ReadAll(layout_.ManagerState()));
+  ACAN_RETURN_IF_ERROR(
+      space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson())));
+  if (!old.empty()) {
+    // The oldest are the ones read above (only the active manager writes the state).
+    auto taken = space_->Take(layout_.ManagerState(), old.size(), Deadline::Now());
+    if (!taken.ok() && !taken.status().IsTimeout()) return taken.status();
+  }
+  return Status::Ok();
 }
 
 int64_t Manager::MinVersion() const {
@@ -340,14 +389,16 @@ Status Manager::Recover(ActiveStep& st) {
 }
 
 // Ready to send: its step tensors exist, and the versions it reads do: an update reads exactly
-// the version it advances, any other task at least version step - window + 1.
+// the version it advances (some of its shards may be one past it already, when a manager died
+// between applying one of its proposals and the next: it runs again on version `step` of all,
+// which stays until every shard is in), any other task at least version step - window + 1.
 bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
   if (t.missing > 0) return false;
   const bool update = t.spec.type == nn::TaskType::kUpdate;
   for (const std::string& in : t.spec.inputs) {
     if (!nn::Plan::IsStateKey(in)) continue;
     const int64_t v = version_.at(in);
-    if (update ? v != st.step : v < st.step - options_.window + 1) return false;
+    if (update ? v != st.step && v != st.step + 1 : v < st.step - options_.window + 1) return false;
   }
   return true;
 }
@@ -473,25 +524,26 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
     if (v < step) progress_.gaps++;  // cannot happen: updates are dispatched at version == step
     return Status::Ok();             // already applied: a duplicate
   }
-  auto proposal = space_->Take(layout_.Proposal(key, step), 64, Deadline::Now());
-  if (!proposal.ok()) {
-    if (proposal.status().IsTimeout()) {
-      return Status::NotFound(
-          fmt::format("the update of '{}' at step {} is not in the space", key, step));
-    }
-    return proposal.status();
+  // The proposal is read, not taken, until its version is written: a manager that dies in
+  // between leaves it for its successor instead of losing the update.
+  const std::string proposal_key = layout_.Proposal(key, step);
+  ACAN_ASSIGN_OR_RETURN(auto proposal, space_->Read(proposal_key));
+  if (!proposal.has_value()) {
+    return Status::NotFound(
+        fmt::format("the update of '{}' at step {} is not in the space", key, step));
   }
-  // Compare-and-set: only this manager writes versions, and only from version == step. A version
-  // already in the space would mean an update applied twice: counted, and never written again.
+  // Compare-and-set: only the lease holder writes versions, and only from version == step. A
+  // version already in the space would mean an update applied twice: counted, never written again.
+  ACAN_RETURN_IF_ERROR(KeepLease());
   ACAN_ASSIGN_OR_RETURN(auto existing, space_->Read(layout_.State(key, step + 1)));
   if (existing.has_value()) {
     progress_.repeats++;
-    v = step + 1;
-    return Status::Ok();
+  } else {
+    ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->value));
+    progress_.versions_applied++;
   }
-  ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->front().value));
   v = step + 1;
-  progress_.versions_applied++;
+  (void)space_->Take(proposal_key, SIZE_MAX, Deadline::Now());  // applied: it and any copies
   return Status::Ok();
 }
 
@@ -634,6 +686,29 @@ Status Manager::CleanupStep(const ActiveStep& st) {
   return Status::Ok();
 }
 
+// A predecessor that died between saving a step as applied and cleaning it up left the step
+// open: clean it up now (at most the one step before next_step, in practice).
+Status Manager::CleanupLeftSteps() {
+  ACAN_ASSIGN_OR_RETURN(auto open, space_->ReadAll(layout_.StepOpenPattern()));
+  for (const Tuple& t : open) {
+    const int64_t step = Layout::StepOfOpen(t.key);
+    if (step < 0 || step >= progress_.next_step) continue;
+    ActiveStep st;
+    st.plan = plan_;
+    st.step = step;
+    st.rows = batcher_->BatchRows(step);
+    nn::Batch batch = batcher_->Get(step);
+    for (auto& [key, tensor] : plan_->StepInputs(step, st.rows, batch.x, batch.t)) {
+      st.inputs.push_back(key);
+    }
+    for (nn::TaskSpec& spec : plan_->StepTasks(step, st.rows)) {
+      st.tasks.emplace_back().spec = std::move(spec);
+    }
+    ACAN_RETURN_IF_ERROR(CleanupStep(st));
+  }
+  return Status::Ok();
+}
+
 Status Manager::FinalizeSteps() {
   while (!active_.empty()) {
     ActiveStep& st = active_.begin()->second;
@@ -650,6 +725,7 @@ Status Manager::FinalizeSteps() {
     e.rows += st.rows;
     progress_.next_step = st.step + 1;
     progress_.finished = progress_.next_step >= total_steps_;
+    ACAN_RETURN_IF_ERROR(KeepLease());
     ACAN_RETURN_IF_ERROR(SaveState());
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
     for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
@@ -751,20 +827,30 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     ProbeTasks();
     ACAN_RETURN_IF_ERROR(SaveState());  // a successor starts from these timeouts
   }
+  ACAN_RETURN_IF_ERROR(CleanupLeftSteps());
   ACAN_RETURN_IF_ERROR(AdmitAhead());
   recover_steps_ = 0;  // a predecessor never had more steps in flight than these
   queued_at_start_.reset();
   ACAN_RETURN_IF_ERROR(FinalizeSteps());
   if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
+  if (getenv("ACAN_DIAG")) {
+    for (auto& [step, st] : active_) for (auto& t : st.tasks) if (!t.done && !t.dispatched) {
+      std::string vs; for (auto& in : t.spec.inputs) if (nn::Plan::IsStateKey(in)) vs += in + "=" + std::to_string(version_.at(in)) + " ";
+      fprintf(stderr, "DIAG step %ld task %s missing=%d ready=%d %s\n", step, t.spec.key.c_str(), t.missing, Ready(st,t), vs.c_str());
+    }
+  }
   const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
-    if (Clock::now() >= lease_renew_at_) ACAN_RETURN_IF_ERROR(RenewLease());
+    ACAN_RETURN_IF_ERROR(KeepLease());
     ACAN_RETURN_IF_ERROR(AdmitAhead());
     auto dones = space_->Take(done, 256, Deadline(NextWake()));
     const auto begin = Clock::now();
     if (dones.ok()) {
-      for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
+      for (const Tuple& d : *dones) {
+        ACAN_RETURN_IF_ERROR(KeepLease());
+        ACAN_RETURN_IF_ERROR(OnDone(d));
+      }
       ACAN_RETURN_IF_ERROR(DispatchReady());
       ACAN_RETURN_IF_ERROR(SendQueued());
     } else if (!dones.status().IsTimeout()) {
@@ -790,6 +876,7 @@ Status Manager::AdmitAhead() {
   while (static_cast<int64_t>(active_.size()) < options_.window + 1 &&
          next_admit_ < total_steps_ && MinVersion() >= next_admit_ - options_.window) {
     const auto begin = Clock::now();
+    ACAN_RETURN_IF_ERROR(KeepLease());
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
     admitted = true;
     if (options_.trace) {

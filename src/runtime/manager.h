@@ -32,6 +32,7 @@
 #include "nn/plan.h"
 #include "runtime/controller.h"
 #include "runtime/layout.h"
+#include "runtime/messages.h"
 #include "runtime/progress.h"
 #include "runtime/trace.h"
 
@@ -100,6 +101,15 @@ class Manager {
 
   Status AcquireLease(const std::atomic<bool>& crash);
   Status RenewLease();
+  // Renews the lease when a third of it has passed since the last renewal: called before every
+  // write only the active manager may make, and often during long work, so that the lease never
+  // lapses under a live manager (a standby would then take over while it still writes).
+  Status KeepLease();
+  // Takes the lease token with any duplicates and returns the one that lapses last; none when
+  // no token came before the deadline.
+  Result<std::optional<LeaseMessage>> TakeLease(Deadline deadline);
+  // Puts this manager's token, valid until `expires_ms`.
+  Status PutLease(int64_t expires_ms);
   Status LoadState();
   Status SaveState();
   Status AdmitAhead();
@@ -132,6 +142,7 @@ class Manager {
   static constexpr int kHungFactor = 16;
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
+  Status CleanupLeftSteps();
   Clock::time_point NextWake() const;
   int64_t MinVersion() const;
   Result<const nn::Plan*> PlanFor(int64_t task_size);

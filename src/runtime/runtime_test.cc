@@ -281,7 +281,9 @@ TEST(RuntimeTest, TraceHasASlicePerTaskOnItsHandlersLane) {
       const int lane = e.at("tid").get<int>();
       slices[lane]++;
       EXPECT_GE(e.at("dur").get<double>(), 0);
-      if (lane != TraceRecorder::kManagerLane) EXPECT_TRUE(e.at("args").contains("exec_ms"));
+      if (lane != TraceRecorder::kManagerLane) {
+        EXPECT_TRUE(e.at("args").contains("exec_ms"));
+      }
     }
     if (e.at("ph") == "M" && e.at("name") == "thread_name") lanes.insert(e["args"]["name"]);
   }
