@@ -28,6 +28,16 @@ int64_t WallNs() {
       .count();
 }
 
+namespace {
+// One notice per handler is enough (the manager looks at every claim on it): a new one replaces
+// any the manager has not read yet, so notices do not pile up while no manager runs.
+Status PutNotice(Space* space, const Layout& layout, int handler) {
+  const std::string key = layout.RestartNotice(handler);
+  (void)space->Take(key, SIZE_MAX, Deadline::Now());
+  return space->Put(key, EncodeDoneMessage(DoneMessage{0, handler, 0, ""}));
+}
+}  // namespace
+
 Status Handler::PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease,
                          bool replace) {
   ACAN_RETURN_IF_ERROR(space_->Put(
@@ -46,12 +56,11 @@ Status Handler::Announce() {
   if (options_.incarnation > 1) {
     // Back after a crash: tell the manager at once, through the channel it waits on, that any
     // claim of an earlier incarnation of ours is dead.
-    DoneMessage notice{0, options_.id, 0, ""};
-    ACAN_RETURN_IF_ERROR(
-        space_->Put(layout_.RestartNotice(options_.id), EncodeDoneMessage(notice)));
+    ACAN_RETURN_IF_ERROR(PutNotice(space_, layout_, options_.id));
   }
   return Status::Ok();
 }
+
 
 Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation) {
   const std::string key = layout.Alive(handler);
@@ -63,8 +72,7 @@ Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t in
       if (v.size() == 1 && v[0] > incarnation) ACAN_RETURN_IF_ERROR(space->Put(key, t.value));
     }
   }
-  DoneMessage notice{0, handler, 0, ""};
-  return space->Put(layout.RestartNotice(handler), EncodeDoneMessage(notice));
+  return PutNotice(space, layout, handler);
 }
 
 void Handler::Run(const std::atomic<bool>& stop) {

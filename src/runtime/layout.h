@@ -19,12 +19,10 @@
 // alone, after a compare-and-set on the shard's version. Plain functions; thread-safe.
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "acan/key.h"
 #include "nn/task.h"
 
 namespace acan::runtime {
@@ -76,15 +74,6 @@ class Layout {
   // Present from a step's admission until its clean-up begins: a handler whose outputs land
   // after it is gone takes them back, so nothing of a finished step stays behind.
   std::string StepOpen(int64_t step) const { return job_ + ".step.s" + std::to_string(step); }
-  std::string StepOpenPattern() const { return job_ + ".step.*"; }
-  // The step of a StepOpen key; -1 when it is not one.
-  static int64_t StepOfOpen(const Key& key) {
-    std::string_view last = key.token(key.token_count() - 1);
-    int64_t step = -1;
-    if (last.size() < 2 || last[0] != 's') return -1;
-    auto [end, ec] = std::from_chars(last.data() + 1, last.data() + last.size(), step);
-    return ec == std::errc() && end == last.data() + last.size() ? step : -1;
-  }
   std::string Alive(int handler) const { return job_ + ".alive.h" + std::to_string(handler); }
   std::string ManagerState() const { return job_ + ".m.state"; }
   std::string Lease() const { return job_ + ".m.lease"; }

@@ -348,11 +348,7 @@ Status Manager::Recover(ActiveStep& st) {
     for (const std::string& out : t.spec.outputs) {
       std::string key = layout_.Tensor(out);
       if (nn::Plan::IsStateKey(out)) {
-        if (version_.at(out) > st.step) {
-          // Applied by the previous manager after it last saved its counters: count it now.
-          progress_.versions_applied++;
-          continue;
-        }
+        if (version_.at(out) > st.step) continue;  // applied by the previous manager
         key = layout_.Proposal(out, st.step);
       }
       ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(key));
@@ -540,7 +536,6 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
     progress_.repeats++;
   } else {
     ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->value));
-    progress_.versions_applied++;
   }
   v = step + 1;
   (void)space_->Take(proposal_key, SIZE_MAX, Deadline::Now());  // applied: it and any copies
@@ -686,27 +681,24 @@ Status Manager::CleanupStep(const ActiveStep& st) {
   return Status::Ok();
 }
 
-// A predecessor that died between saving a step as applied and cleaning it up left the step
-// open: clean it up now (at most the one step before next_step, in practice).
-Status Manager::CleanupLeftSteps() {
-  ACAN_ASSIGN_OR_RETURN(auto open, space_->ReadAll(layout_.StepOpenPattern()));
-  for (const Tuple& t : open) {
-    const int64_t step = Layout::StepOfOpen(t.key);
-    if (step < 0 || step >= progress_.next_step) continue;
-    ActiveStep st;
-    st.plan = plan_;
-    st.step = step;
-    st.rows = batcher_->BatchRows(step);
-    nn::Batch batch = batcher_->Get(step);
-    for (auto& [key, tensor] : plan_->StepInputs(step, st.rows, batch.x, batch.t)) {
-      st.inputs.push_back(key);
-    }
-    for (nn::TaskSpec& spec : plan_->StepTasks(step, st.rows)) {
-      st.tasks.emplace_back().spec = std::move(spec);
-    }
-    ACAN_RETURN_IF_ERROR(CleanupStep(st));
+// A predecessor that died between saving step next_step - 1 as applied and the end of its
+// clean-up left some of it behind. Every earlier step was cleaned up before that step was saved,
+// so this one step is all there can be.
+Status Manager::CleanupLeftStep() {
+  const int64_t step = progress_.next_step - 1;
+  if (step < 0) return Status::Ok();
+  ActiveStep st;
+  st.plan = plan_;
+  st.step = step;
+  st.rows = batcher_->BatchRows(step);
+  nn::Batch batch = batcher_->Get(step);
+  for (auto& [key, tensor] : plan_->StepInputs(step, st.rows, batch.x, batch.t)) {
+    st.inputs.push_back(key);
   }
-  return Status::Ok();
+  for (nn::TaskSpec& spec : plan_->StepTasks(step, st.rows)) {
+    st.tasks.emplace_back().spec = std::move(spec);
+  }
+  return CleanupStep(st);
 }
 
 Status Manager::FinalizeSteps() {
@@ -725,6 +717,10 @@ Status Manager::FinalizeSteps() {
     e.rows += st.rows;
     progress_.next_step = st.step + 1;
     progress_.finished = progress_.next_step >= total_steps_;
+    // A version is the number of updates applied to its shard: counted from the versions, so
+    // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
+    progress_.versions_applied = 0;
+    for (const auto& [key, v] : version_) progress_.versions_applied += v;
     ACAN_RETURN_IF_ERROR(KeepLease());
     ACAN_RETURN_IF_ERROR(SaveState());
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
@@ -827,18 +823,12 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     ProbeTasks();
     ACAN_RETURN_IF_ERROR(SaveState());  // a successor starts from these timeouts
   }
-  ACAN_RETURN_IF_ERROR(CleanupLeftSteps());
+  ACAN_RETURN_IF_ERROR(CleanupLeftStep());
   ACAN_RETURN_IF_ERROR(AdmitAhead());
   recover_steps_ = 0;  // a predecessor never had more steps in flight than these
   queued_at_start_.reset();
   ACAN_RETURN_IF_ERROR(FinalizeSteps());
   if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
-  if (getenv("ACAN_DIAG")) {
-    for (auto& [step, st] : active_) for (auto& t : st.tasks) if (!t.done && !t.dispatched) {
-      std::string vs; for (auto& in : t.spec.inputs) if (nn::Plan::IsStateKey(in)) vs += in + "=" + std::to_string(version_.at(in)) + " ";
-      fprintf(stderr, "DIAG step %ld task %s missing=%d ready=%d %s\n", step, t.spec.key.c_str(), t.missing, Ready(st,t), vs.c_str());
-    }
-  }
   const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");

@@ -142,7 +142,7 @@ class Manager {
   static constexpr int kHungFactor = 16;
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
-  Status CleanupLeftSteps();
+  Status CleanupLeftStep();
   Clock::time_point NextWake() const;
   int64_t MinVersion() const;
   Result<const nn::Plan*> PlanFor(int64_t task_size);
