@@ -12,16 +12,15 @@ echo "== build (Release)"
 scripts/build.sh
 
 echo "== tests (labels: $labels)"
-ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$jobs" --timeout 600
+ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$jobs" --timeout 300
 
 echo "== concurrency, runtime and chaos tests under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANITIZE=thread \
   -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target space_stress_test runtime_test chaos_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 900 \
+  ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 120 \
   -R '^(MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
-
 
 echo "== install and find_package(acan) from a consumer project"
 rm -rf build-consumer "$root/build/stage"

@@ -73,6 +73,8 @@ runtime::RunOptions OptionsFromJob(const nn::JobConfig& job) {
     o.chaos.crash_interval_s = job.chaos.crash_interval_s;
     o.chaos.crash_probability = job.chaos.crash_probability;
     o.chaos.crash_manager = job.chaos.crash_manager;
+    o.chaos.speed_change_steps = job.chaos.speed_change_steps;
+    o.chaos.crash_interval_steps = job.chaos.crash_interval_steps;
     o.chaos.seed = job.train.seed;
   }
   return o;
@@ -120,7 +122,10 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
         fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(), options.space_uri.c_str(),
         (long long)data.rows, (long long)job.train.epochs, options.handlers,
         (long long)options.window, std::string(nn::ToString(job.partition.strategy)).c_str(),
-        options.chaos.speeds.empty() && options.chaos.crash_interval_s == 0 ? "" : ", with chaos");
+        options.chaos.speeds.empty() && options.chaos.crash_interval_s == 0 &&
+                !options.chaos.relative()
+            ? ""
+            : ", with chaos");
   }
   RunOutcome out;
   ACAN_ASSIGN_OR_RETURN(out.run, runtime::RunJob(job, data, init, options));

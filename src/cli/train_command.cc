@@ -23,6 +23,7 @@ struct TrainArgs {
   // [chaos] overrides
   std::vector<double> speeds;
   std::optional<double> speed_change_s, crash_interval_s, crash_probability;
+  std::optional<double> speed_change_steps, crash_interval_steps;
   std::optional<bool> crash_manager;
 };
 
@@ -38,8 +39,11 @@ int RunTrain() {
   if (g_args.crash_interval_s) job->chaos.crash_interval_s = *g_args.crash_interval_s;
   if (g_args.crash_probability) job->chaos.crash_probability = *g_args.crash_probability;
   if (g_args.crash_manager) job->chaos.crash_manager = *g_args.crash_manager;
+  if (g_args.speed_change_steps) job->chaos.speed_change_steps = *g_args.speed_change_steps;
+  if (g_args.crash_interval_steps) job->chaos.crash_interval_steps = *g_args.crash_interval_steps;
   if (!g_args.speeds.empty() || g_args.speed_change_s || g_args.crash_interval_s ||
-      g_args.crash_probability || g_args.crash_manager) {
+      g_args.crash_probability || g_args.crash_manager || g_args.speed_change_steps ||
+      g_args.crash_interval_steps) {
     job->chaos.enabled = true;
   }
   if (Status s = nn::ValidateJob(*job); !s.ok()) return Fail(s);
@@ -92,6 +96,11 @@ void AddTrainCommands(CLI::App& app) {
                     "[chaos] crash probability per roll");
   g_cmd->add_option("--crash-manager", g_args.crash_manager,
                     "[chaos] the manager crashes too (true|false)");
+  g_cmd->add_option("--speed-change-steps", g_args.speed_change_steps,
+                    "[chaos] steps between speed changes, instead of seconds (the run times its "
+                    "first 8 steps, fault-free, and scales by their median)");
+  g_cmd->add_option("--crash-interval-steps", g_args.crash_interval_steps,
+                    "[chaos] steps between crash rolls, instead of seconds");
   AddExperimentCommand(app);
 }
 

@@ -243,6 +243,8 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   ACAN_RETURN_IF_ERROR(chaos.Float("crash_interval_s", &job->chaos.crash_interval_s));
   ACAN_RETURN_IF_ERROR(chaos.Float("crash_probability", &job->chaos.crash_probability));
   ACAN_RETURN_IF_ERROR(chaos.Bool("crash_manager", &job->chaos.crash_manager));
+  ACAN_RETURN_IF_ERROR(chaos.Float("speed_change_steps", &job->chaos.speed_change_steps));
+  ACAN_RETURN_IF_ERROR(chaos.Float("crash_interval_steps", &job->chaos.crash_interval_steps));
   ACAN_RETURN_IF_ERROR(chaos.Finish());
 
   // Range checks that can point at a line.
@@ -311,6 +313,10 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
       check(chaos, "speed_change_s", job->chaos.speed_change_s >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(
       check(chaos, "crash_interval_s", job->chaos.crash_interval_s >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(
+      check(chaos, "speed_change_steps", job->chaos.speed_change_steps >= 0, "must be >= 0"));
+  ACAN_RETURN_IF_ERROR(
+      check(chaos, "crash_interval_steps", job->chaos.crash_interval_steps >= 0, "must be >= 0"));
   return ValidateJob(*job).WithContext(source);
 }
 

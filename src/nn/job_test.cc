@@ -115,6 +115,19 @@ TEST(JobTest, BadEnumAndRangeNameTheKey) {
   EXPECT_NE(job.status().message().find("data.path"), std::string::npos);
 }
 
+TEST(JobTest, ChaosIntervalsInSteps) {
+  Result<JobConfig> job =
+      ParseJobString("[chaos]\ncrash_interval_steps = 8\nspeed_change_steps = 4.5\n", "j.toml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_TRUE(job->chaos.enabled);
+  EXPECT_DOUBLE_EQ(job->chaos.crash_interval_steps, 8);
+  EXPECT_DOUBLE_EQ(job->chaos.speed_change_steps, 4.5);
+  job = ParseJobString("[chaos]\ncrash_interval_steps = -1\n", "j.toml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("j.toml:2"), std::string::npos);
+  EXPECT_NE(job.status().message().find("chaos.crash_interval_steps"), std::string::npos);
+}
+
 TEST(JobTest, SyntaxErrorHasLineAndColumn) {
   Result<JobConfig> job = ParseJobString("[model]\nlayers = [2, 3\n", "j.toml");
   ASSERT_FALSE(job.ok());

@@ -72,7 +72,8 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
                         {"speed", h.speed},
                         {"crashes", h.crashes},
                         {"missing_inputs", h.missing_inputs},
-                        {"bad_tuples", h.bad_tuples}});
+                        {"bad_tuples", h.bad_tuples},
+                        {"reused", h.reused}});
     handler_crashes += h.crashes;
   }
   j["per_handler"] = handlers;
@@ -132,7 +133,33 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
   }
   recovery["median_recovery_over_own_class_median_task"] =
       ratios.empty() ? json(nullptr) : json(median(ratios));
+  recovery["manager_recovery"] = quantiles(run.recovery.manager_recovery_ms);
+  std::vector<double> calls(run.recovery.manager_recovery_calls.begin(),
+                            run.recovery.manager_recovery_calls.end());
+  recovery["manager_recovery_space_calls_max"] =
+      calls.empty() ? json(nullptr) : json(*std::max_element(calls.begin(), calls.end()));
   j["recovery"] = recovery;
+  // What the run held in the space: at the end and at the peak, by key class.
+  auto resident = [](const ResidentCount& c) {
+    return json{{"tuples", c.tuples},
+                {"bytes", c.bytes},
+                {"peak_tuples", c.peak_tuples},
+                {"peak_bytes", c.peak_bytes}};
+  };
+  json space = resident(run.census.total);
+  for (const auto& [cls, c] : run.census.by_class) space["by_class"][cls] = resident(c);
+  j["space"] = space;
+  json stalls = json::array();
+  for (const StallReport& r : run.stalls) {
+    stalls.push_back({{"t_s", r.t_s},
+                      {"stalled_s", r.stalled_s},
+                      {"report", r.ToString()},
+                      {"steps_in_flight", {r.flight.next_step, r.flight.admitted}},
+                      {"tasks_sent", r.flight.tasks_sent},
+                      {"tasks_held", r.flight.tasks_held},
+                      {"manager_incarnations", r.manager_incarnations}});
+  }
+  j["stalls"] = stalls;
   j["weights_sha256"] = nn::ModelSha256(run.model);
   j["strategy"] = std::string(nn::ToString(job.partition.strategy));
   return j;

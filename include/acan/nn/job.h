@@ -114,6 +114,10 @@ struct ChaosConfig {
   double crash_interval_s = 0;  // 0 = no crashes
   double crash_probability = 0;
   bool crash_manager = false;
+  // The two intervals in steps instead of seconds (> 0 replaces the seconds): the run times its
+  // first fault-free steps and scales by their median, so the regime is the same on any machine.
+  double speed_change_steps = 0;
+  double crash_interval_steps = 0;
 };
 
 struct JobConfig {
