@@ -18,7 +18,8 @@ log=$(mktemp)
 fails=0 hangs=0
 for i in $(seq 1 "$runs"); do
   if ! TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-      ctest --test-dir "$dir" --no-tests=error --timeout 120 -R "$regex" >"$log.run" 2>&1; then
+      ctest --test-dir "$dir" --no-tests=error --output-on-failure --timeout 120 -R "$regex" \
+        >"$log.run" 2>&1; then
     fails=$((fails + 1))
     grep -c "Timeout" "$log.run" >/dev/null && hangs=$((hangs + $(grep -c '\*\*\*Timeout' "$log.run" || true)))
     cp "$log.run" "$log.fail$i"
