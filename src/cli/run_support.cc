@@ -115,17 +115,16 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
     };
   }
   if (!quiet) {
-    std::fprintf(
-        stderr,
-        "acan: training %s on %s: %lld samples, %lld epochs, %d handlers, window %lld, "
-        "strategy %s%s\n",
-        fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(), options.space_uri.c_str(),
-        (long long)data.rows, (long long)job.train.epochs, options.handlers,
-        (long long)options.window, std::string(nn::ToString(job.partition.strategy)).c_str(),
-        options.chaos.speeds.empty() && options.chaos.crash_interval_s == 0 &&
-                !options.chaos.relative()
-            ? ""
-            : ", with chaos");
+    const bool chaos = !options.chaos.speeds.empty() || options.chaos.crash_interval_s > 0 ||
+                       options.chaos.relative();
+    std::fprintf(stderr,
+                 "acan: training %s on %s: %lld samples, %lld epochs, %d handlers, window %lld, "
+                 "strategy %s%s\n",
+                 fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(),
+                 options.space_uri.c_str(), (long long)data.rows, (long long)job.train.epochs,
+                 options.handlers, (long long)options.window,
+                 std::string(nn::ToString(job.partition.strategy)).c_str(),
+                 chaos ? ", with chaos" : "");
   }
   RunOutcome out;
   ACAN_ASSIGN_OR_RETURN(out.run, runtime::RunJob(job, data, init, options));

@@ -248,8 +248,8 @@ TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
   const int64_t shards = 2 * int64_t(plan.shards().size());  // weights and velocities
   // Loading the state and versions, the steps left open, and W + 2 steps (the one left open, the
   // ones in flight) at a few calls per input, task, output and claim, plus the lease.
-  const int64_t bound = 64 + 4 * shards * (o.window + 3) +
-                        (o.window + 2) * (4 * inputs + 8 * tasks + 4 * outputs);
+  const int64_t bound =
+      64 + 4 * shards * (o.window + 3) + (o.window + 2) * (4 * inputs + 8 * tasks + 4 * outputs);
   for (int64_t calls : r->recovery.manager_recovery_calls) EXPECT_LE(calls, bound);
 }
 
@@ -261,8 +261,8 @@ TEST(ChaosTest, AStalledRunReportsWhatIsInFlightAndGivesUp) {
   nn::Dataset data = *nn::LoadDataset(job);
   RunOptions o;
   o.handlers = 2;
-  o.capabilities.assign(2, {nn::TaskType::kForward, nn::TaskType::kActivation,
-                            nn::TaskType::kLoss, nn::TaskType::kBackward});
+  o.capabilities.assign(2, {nn::TaskType::kForward, nn::TaskType::kActivation, nn::TaskType::kLoss,
+                            nn::TaskType::kBackward});
   o.stall_floor = 200ms;
   o.abort_after_stall = 1000ms;
   std::vector<StallReport> reports;

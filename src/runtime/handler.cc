@@ -61,7 +61,6 @@ Status Handler::Announce() {
   return Status::Ok();
 }
 
-
 Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation) {
   const std::string key = layout.Alive(handler);
   auto alive = space->Take(key, 16, Deadline::Now());

@@ -267,8 +267,7 @@ Status Manager::LoadState() {
 Status Manager::SaveState() {
   progress_.task_ns = controller_.MeanTaskNs();
   ACAN_ASSIGN_OR_RETURN(auto old, space_->ReadAll(layout_.ManagerState()));
-  ACAN_RETURN_IF_ERROR(
-      space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson())));
+  ACAN_RETURN_IF_ERROR(space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson())));
   if (!old.empty()) {
     // The oldest are the ones read above (only the active manager writes the state).
     auto taken = space_->Take(layout_.ManagerState(), old.size(), Deadline::Now());
@@ -863,8 +862,8 @@ Status Manager::Run(const std::atomic<bool>& crash) {
 // before the versions it reads exist, so the step begins the moment they do.
 Status Manager::AdmitAhead() {
   bool admitted = false;
-  while (static_cast<int64_t>(active_.size()) < options_.window + 1 &&
-         next_admit_ < total_steps_ && MinVersion() >= next_admit_ - options_.window) {
+  while (static_cast<int64_t>(active_.size()) < options_.window + 1 && next_admit_ < total_steps_ &&
+         MinVersion() >= next_admit_ - options_.window) {
     const auto begin = Clock::now();
     ACAN_RETURN_IF_ERROR(KeepLease());
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));

@@ -10,8 +10,8 @@
 namespace acan::runtime {
 
 struct StallReport {
-  double t_s = 0;        // when it was made, since the run began
-  double stalled_s = 0;  // since the last step completed (or the run began)
+  double t_s = 0;                    // when it was made, since the run began
+  double stalled_s = 0;              // since the last step completed (or the run began)
   int manager_slot = -1;             // the slot of the manager that last became active
   int64_t manager_incarnations = 0;  // managers that became active so far
   int64_t manager_crashes = 0;

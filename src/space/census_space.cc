@@ -11,7 +11,8 @@ void CensusSpace::Count(const Key& key, size_t bytes, int sign) {
   std::string_view cls = key.token_count() > class_token_ ? key.token(class_token_) : "";
   std::lock_guard lock(mu_);
   auto it = census_.by_class.find(cls);
-  if (it == census_.by_class.end()) it = census_.by_class.emplace(std::string(cls), ResidentCount{}).first;
+  if (it == census_.by_class.end())
+    it = census_.by_class.emplace(std::string(cls), ResidentCount{}).first;
   for (ResidentCount* c : {&it->second, &census_.total}) {
     c->tuples += sign;
     c->bytes += sign * int64_t(bytes);
