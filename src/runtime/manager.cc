@@ -41,12 +41,6 @@ struct Manager::ActiveStep {
   size_t done = 0;
 };
 
-namespace {
-int64_t NowMs() {
-  return duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-}  // namespace
-
 Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn::Dataset* data,
                  ManagerOptions options)
     : space_(space),
@@ -54,6 +48,7 @@ Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn
       job_(job),
       data_(data),
       options_(std::move(options)),
+      lease_(space_, layout_.Lease(), options_.owner, options_.lease),
       controller_([&] {
         ControllerOptions c = options_.controller;
         c.adapt_task_size = options_.adapt_task_size;
@@ -86,7 +81,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const nn::JobConfig&
   }
   Progress p;
   ACAN_RETURN_IF_ERROR(space->Put(layout.ManagerState(), Value::FromString(p.ToJson())));
-  return space->Put(layout.Lease(), EncodeLeaseMessage({"", 0}));
+  return Lease::PutFree(space, layout.Lease());
 }
 
 Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
@@ -98,103 +93,6 @@ Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
     if (!newest || p.next_step > newest->next_step) newest = std::move(p);
   }
   return *newest;
-}
-
-// ---- lease ----
-// The lease is a single token tuple, taken and put back to look at or renew it, so that two
-// managers can never both renew it. A manager killed between the take and the put loses it: a
-// standby that finds no token for two lease periods puts a lapsed one back. Should the killed
-// one have been only paused and put its token back later, two tokens exist for a while: whoever
-// takes the token next takes every copy and keeps the one that lapses last.
-
-Result<std::optional<LeaseMessage>> Manager::TakeLease(Deadline deadline) {
-  const Pattern lease = Pattern::Parse(layout_.Lease()).value();
-  auto first = space_->Get(lease, deadline);
-  if (!first.ok()) {
-    if (first.status().IsTimeout()) return std::optional<LeaseMessage>();
-    return first.status();
-  }
-  std::vector<Tuple> tokens{std::move(*first)};
-  auto more = space_->Take(lease, 16, Deadline::Now());
-  if (more.ok()) {
-    for (Tuple& t : *more) tokens.push_back(std::move(t));
-  } else if (!more.status().IsTimeout()) {
-    return more.status();
-  }
-  std::optional<LeaseMessage> latest;
-  for (const Tuple& t : tokens) {
-    auto m = DecodeLeaseMessage(t.value);
-    if (!m.ok()) {
-      spdlog::warn("manager: dropping an undecodable lease token: {}", m.status().ToString());
-      continue;
-    }
-    if (!latest || m->expires_ms > latest->expires_ms) latest = *m;
-  }
-  if (!latest) latest = LeaseMessage{"", 0};  // only damaged tokens: a lapsed one replaces them
-  return latest;
-}
-
-Status Manager::PutLease(int64_t expires_ms) {
-  lease_expires_ = std::chrono::system_clock::now() + options_.lease;
-  lease_renew_at_ = Clock::now() + options_.lease / 3;
-  return space_->Put(layout_.Lease(), EncodeLeaseMessage({options_.owner, expires_ms}));
-}
-
-Status Manager::AcquireLease(const std::atomic<bool>& crash) {
-  const Pattern lease = Pattern::Parse(layout_.Lease()).value();
-  std::optional<Clock::time_point> missing_since;
-  for (;;) {
-    if (crash.load()) return Status::Cancelled(options_.owner + " crashed while standing by");
-    ACAN_ASSIGN_OR_RETURN(auto seen, space_->Read(lease));
-    bool free = false;
-    if (seen.has_value()) {
-      missing_since.reset();
-      ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
-      free = m.expires_ms < NowMs() || m.owner == options_.owner;
-    } else if (!missing_since) {
-      missing_since = Clock::now();
-    } else if (Clock::now() - *missing_since >= 2 * options_.lease) {
-      // Gone for two lease periods: its holder died between taking and putting it back.
-      spdlog::warn("{}: the lease token of job '{}' was lost; putting a lapsed one back",
-                   options_.owner, layout_.job());
-      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), EncodeLeaseMessage({"", 0})));
-      missing_since.reset();
-      continue;
-    }
-    if (free) {
-      // Take the token; check it again (it may have been renewed meanwhile).
-      ACAN_ASSIGN_OR_RETURN(auto m, TakeLease(Deadline::After(options_.lease / 2)));
-      if (m.has_value()) {
-        if (m->expires_ms < NowMs() || m->owner == options_.owner) {
-          took_over_ = !m->owner.empty() && m->owner != options_.owner;
-          return PutLease(NowMs() + options_.lease.count());
-        }
-        ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), EncodeLeaseMessage(*m)));  // not ours
-      }
-    }
-    // Look again a fifth of a lease later; a crash (or the end of the run) stops the wait.
-    const auto until = Clock::now() + options_.lease / 5;
-    while (Clock::now() < until && !crash.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  }
-}
-
-Status Manager::KeepLease() {
-  return Clock::now() >= lease_renew_at_ ? RenewLease() : Status::Ok();
-}
-
-Status Manager::RenewLease() {
-  while (std::chrono::system_clock::now() < lease_expires_) {
-    ACAN_ASSIGN_OR_RETURN(auto m, TakeLease(Deadline::After(options_.lease / 10)));
-    if (!m.has_value()) continue;  // someone is looking at it; try again
-    if (m->owner != options_.owner) {
-      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Lease(), EncodeLeaseMessage(*m)));
-      return Status::Unavailable(fmt::format("{} lost the lease to {}", options_.owner, m->owner));
-    }
-    return PutLease(NowMs() + options_.lease.count());
-  }
-  return Status::Unavailable(options_.owner + "'s lease expired before it could renew it");
 }
 
 // ---- state ----
@@ -258,7 +156,7 @@ Status Manager::LoadState() {
   // never finish one under crashes that come faster than a step.
   recover_steps_ = options_.window + 1;
   controller_.Seed(progress_.task_ns);
-  if (took_over_) progress_.manager_takeovers++;
+  if (lease_.took_over()) progress_.manager_takeovers++;
   return Status::Ok();
 }
 
@@ -529,7 +427,7 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
   }
   // Compare-and-set: only the lease holder writes versions, and only from version == step. A
   // version already in the space would mean an update applied twice: counted, never written again.
-  ACAN_RETURN_IF_ERROR(KeepLease());
+  ACAN_RETURN_IF_ERROR(lease_.Keep());
   ACAN_ASSIGN_OR_RETURN(auto existing, space_->Read(layout_.State(key, step + 1)));
   if (existing.has_value()) {
     progress_.repeats++;
@@ -720,7 +618,7 @@ Status Manager::FinalizeSteps() {
     // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
     progress_.versions_applied = 0;
     for (const auto& [key, v] : version_) progress_.versions_applied += v;
-    ACAN_RETURN_IF_ERROR(KeepLease());
+    ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(SaveState());
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
     for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
@@ -758,7 +656,7 @@ Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& 
 }
 
 Clock::time_point Manager::NextWake() const {
-  Clock::time_point wake = std::min(lease_renew_at_, Clock::now() + milliseconds(100));
+  Clock::time_point wake = std::min(lease_.renew_at(), Clock::now() + milliseconds(100));
   for (const auto& [step, st] : active_) {
     for (const TaskRun& t : st.tasks) {
       if (t.attempt > 0 && !t.done) wake = std::min(wake, t.deadline);
@@ -786,7 +684,7 @@ void Manager::ProbeTasks() {
   const auto budget_end = Clock::now() + options_.lease / 4;
   for (const nn::TaskSpec& task : plan_->StepTasks(step, rows)) {
     if (Clock::now() >= budget_end) return;
-    if (Clock::now() >= lease_renew_at_ && !RenewLease().ok()) return;
+    if (!lease_.Keep().ok()) return;
     std::vector<std::span<const float>> in;
     for (const std::string& k : task.inputs) in.emplace_back(tensors[k]);
     nn::TaskSpec run = task;
@@ -813,7 +711,7 @@ void Manager::ProbeTasks() {
 // what is in the space, reusing every task whose outputs exist, queued or held by a live claim;
 // its cost is in proportion to the steps in flight, not to the history of the job.
 Status Manager::Run(const std::atomic<bool>& crash) {
-  ACAN_RETURN_IF_ERROR(AcquireLease(crash));
+  ACAN_RETURN_IF_ERROR(lease_.Acquire(crash));
   const auto active_at = Clock::now();
   if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
@@ -831,13 +729,13 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
-    ACAN_RETURN_IF_ERROR(KeepLease());
+    ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(AdmitAhead());
     auto dones = space_->Take(done, 256, Deadline(NextWake()));
     const auto begin = Clock::now();
     if (dones.ok()) {
       for (const Tuple& d : *dones) {
-        ACAN_RETURN_IF_ERROR(KeepLease());
+        ACAN_RETURN_IF_ERROR(lease_.Keep());
         ACAN_RETURN_IF_ERROR(OnDone(d));
       }
       ACAN_RETURN_IF_ERROR(DispatchReady());
@@ -865,7 +763,7 @@ Status Manager::AdmitAhead() {
   while (static_cast<int64_t>(active_.size()) < options_.window + 1 && next_admit_ < total_steps_ &&
          MinVersion() >= next_admit_ - options_.window) {
     const auto begin = Clock::now();
-    ACAN_RETURN_IF_ERROR(KeepLease());
+    ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
     admitted = true;
     if (options_.trace) {

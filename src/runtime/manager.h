@@ -32,7 +32,7 @@
 #include "nn/plan.h"
 #include "runtime/controller.h"
 #include "runtime/layout.h"
-#include "runtime/messages.h"
+#include "runtime/lease.h"
 #include "runtime/progress.h"
 #include "runtime/trace.h"
 
@@ -99,17 +99,6 @@ class Manager {
   struct TaskRun;
   struct ActiveStep;
 
-  Status AcquireLease(const std::atomic<bool>& crash);
-  Status RenewLease();
-  // Renews the lease when a third of it has passed since the last renewal: called before every
-  // write only the active manager may make, and often during long work, so that the lease never
-  // lapses under a live manager (a standby would then take over while it still writes).
-  Status KeepLease();
-  // Takes the lease token with any duplicates and returns the one that lapses last; none when
-  // no token came before the deadline.
-  Result<std::optional<LeaseMessage>> TakeLease(Deadline deadline);
-  // Puts this manager's token, valid until `expires_ms`.
-  Status PutLease(int64_t expires_ms);
   Status LoadState();
   Status SaveState();
   Status AdmitAhead();
@@ -152,6 +141,7 @@ class Manager {
   const nn::JobConfig* job_;
   const nn::Dataset* data_;
   ManagerOptions options_;
+  Lease lease_;
   Controller controller_;
   std::unique_ptr<nn::Batcher> batcher_;
   std::map<int64_t, nn::Plan> plans_;  // by task size
@@ -169,9 +159,6 @@ class Manager {
   int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
   // The task tuples in the space when this incarnation began recovering (its predecessor's).
   std::optional<std::unordered_set<std::string>> queued_at_start_;
-  bool took_over_ = false;
-  Clock::time_point lease_renew_at_;
-  std::chrono::system_clock::time_point lease_expires_;
 };
 
 // The model whose shards are at `version` in the space (DataLoss when a shard lacks it).

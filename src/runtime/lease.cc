@@ -1,0 +1,113 @@
+#include "runtime/lease.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+#include <vector>
+
+namespace acan::runtime {
+
+namespace {
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration)
+    : space_(space), key_(std::move(key)), owner_(std::move(owner)), duration_(duration) {}
+
+Status Lease::PutFree(Space* space, const std::string& key) {
+  return space->Put(key, EncodeLeaseMessage({"", 0}));
+}
+
+Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
+  const Pattern pattern = Pattern::Parse(key_).value();
+  auto first = space_->Get(pattern, deadline);
+  if (!first.ok()) {
+    if (first.status().IsTimeout()) return std::optional<LeaseMessage>();
+    return first.status();
+  }
+  std::vector<Tuple> tokens{std::move(*first)};
+  auto more = space_->Take(pattern, 16, Deadline::Now());
+  if (more.ok()) {
+    for (Tuple& t : *more) tokens.push_back(std::move(t));
+  } else if (!more.status().IsTimeout()) {
+    return more.status();
+  }
+  std::optional<LeaseMessage> latest;
+  for (const Tuple& t : tokens) {
+    auto m = DecodeLeaseMessage(t.value);
+    if (!m.ok()) {
+      spdlog::warn("lease '{}': dropping an undecodable token: {}", key_, m.status().ToString());
+      continue;
+    }
+    if (!latest || m->expires_ms > latest->expires_ms) latest = *m;
+  }
+  if (!latest) latest = LeaseMessage{"", 0};  // only damaged tokens: a lapsed one replaces them
+  return latest;
+}
+
+Status Lease::PutOurs() {
+  expires_ = std::chrono::system_clock::now() + duration_;
+  renew_at_ = Clock::now() + duration_ / 3;
+  return space_->Put(key_, EncodeLeaseMessage({owner_, NowMs() + duration_.count()}));
+}
+
+Status Lease::Acquire(const std::atomic<bool>& stop) {
+  const Pattern pattern = Pattern::Parse(key_).value();
+  std::optional<Clock::time_point> missing_since;
+  for (;;) {
+    if (stop.load()) return Status::Cancelled(owner_ + " stopped while standing by");
+    ACAN_ASSIGN_OR_RETURN(auto seen, space_->Read(pattern));
+    bool free = false;
+    if (seen.has_value()) {
+      missing_since.reset();
+      ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
+      free = m.expires_ms < NowMs() || m.owner == owner_;
+    } else if (!missing_since) {
+      missing_since = Clock::now();
+    } else if (Clock::now() - *missing_since >= 2 * duration_) {
+      // Gone for two lease periods: its holder died between taking and putting it back.
+      spdlog::warn("{}: the lease token '{}' was lost; putting a lapsed one back", owner_, key_);
+      ACAN_RETURN_IF_ERROR(PutFree(space_, key_));
+      missing_since.reset();
+      continue;
+    }
+    if (free) {
+      // Take the token; check it again (it may have been renewed meanwhile).
+      ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 2)));
+      if (m.has_value()) {
+        if (m->expires_ms < NowMs() || m->owner == owner_) {
+          took_over_ = !m->owner.empty() && m->owner != owner_;
+          return PutOurs();
+        }
+        ACAN_RETURN_IF_ERROR(space_->Put(key_, EncodeLeaseMessage(*m)));  // not ours: put back
+      }
+    }
+    // Look again a fifth of a lease later; `stop` ends the wait.
+    const auto until = Clock::now() + duration_ / 5;
+    while (Clock::now() < until && !stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+Status Lease::Keep() { return Clock::now() >= renew_at_ ? Renew() : Status::Ok(); }
+
+Status Lease::Renew() {
+  while (std::chrono::system_clock::now() < expires_) {
+    ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 10)));
+    if (!m.has_value()) continue;  // someone is looking at it; try again
+    if (m->owner != owner_) {
+      ACAN_RETURN_IF_ERROR(space_->Put(key_, EncodeLeaseMessage(*m)));
+      return Status::Unavailable(fmt::format("{} lost the lease to {}", owner_, m->owner));
+    }
+    return PutOurs();
+  }
+  return Status::Unavailable(owner_ + "'s lease expired before it could renew it");
+}
+
+}  // namespace acan::runtime
