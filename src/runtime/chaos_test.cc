@@ -109,6 +109,20 @@ RunOptions ChaosRun() {
   return o;
 }
 
+// A job's data, initial model and the reference trainer's weights (SHA-256) for it.
+struct Reference {
+  nn::Dataset data;
+  nn::Model init;
+  std::string weights;
+};
+Reference ReferenceRun(const nn::JobConfig& job) {
+  Reference r{*nn::LoadDataset(job), *nn::InitialModel(job), ""};
+  auto trainer = *nn::ReferenceTrainer::Create(job, r.init, r.data);
+  EXPECT_TRUE(trainer->Train().ok());
+  r.weights = nn::ModelSha256(trainer->CurrentModel());
+  return r;
+}
+
 struct Case {
   std::string strategy;
   int64_t task_size;
@@ -121,11 +135,7 @@ class ChaosTest : public ::testing::TestWithParam<Case> {};
 TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   const Case c = GetParam();
   nn::JobConfig job = Job(c.strategy, c.task_size, c.samples);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  auto trainer = *nn::ReferenceTrainer::Create(job, init, data);
-  ASSERT_TRUE(trainer->Train().ok());
-  const std::string reference = nn::ModelSha256(trainer->CurrentModel());
+  const auto [data, init, reference] = ReferenceRun(job);
 
   RunOptions o = ChaosRun();
   o.handlers = 3;
@@ -163,10 +173,7 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
 // retransmission was caused by a death or restart notice, and nothing else changes.
 TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
   nn::JobConfig job = Job("data", 4, 1536);
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  auto trainer = *nn::ReferenceTrainer::Create(job, init, data);
-  ASSERT_TRUE(trainer->Train().ok());
+  const auto [data, init, reference] = ReferenceRun(job);
 
   RunOptions o = ChaosRun();
   o.handlers = 3;
@@ -182,7 +189,7 @@ TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
   o.chaos.seed = 8;
   auto r = RunJob(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(nn::ModelSha256(r->model), nn::ModelSha256(trainer->CurrentModel()));
+  EXPECT_EQ(nn::ModelSha256(r->model), reference);
   int64_t crashes = 0;
   for (const auto& h : r->handlers) crashes += h.crashes;
   EXPECT_GT(crashes, 0);
@@ -214,10 +221,7 @@ TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
   const Case c = GetParam();
   nn::JobConfig job = Job(c.strategy, c.task_size, c.strategy == "chain" ? 512 : 128);
   job.train.epochs = 1;
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  auto trainer = *nn::ReferenceTrainer::Create(job, init, data);
-  ASSERT_TRUE(trainer->Train().ok());
+  const auto [data, init, reference] = ReferenceRun(job);
 
   RunOptions o = ChaosRun();
   o.handlers = 2;
@@ -227,7 +231,7 @@ TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
   o.kill_manager_after_recovery = 1.25;
   auto r = RunJob(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(nn::ModelSha256(r->model), nn::ModelSha256(trainer->CurrentModel()));
+  EXPECT_EQ(nn::ModelSha256(r->model), reference);
   EXPECT_EQ(r->progress.gaps, 0);
   EXPECT_EQ(r->progress.repeats, 0);
   // Every incarnation that recovered was killed, but the one that finished the job; and that

@@ -9,10 +9,11 @@
 #include <atomic>
 
 #include "acan/space.h"
+#include "space/space_wrapper.h"
 
 namespace acan::runtime {
 
-class CrashableSpace final : public Space {
+class CrashableSpace final : public SpaceWrapper {
  public:
   // REQUIRES: `inner` and `crashed` outlive this space.
   CrashableSpace(Space* inner, const std::atomic<bool>* crashed);
@@ -35,15 +36,12 @@ class CrashableSpace final : public Space {
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override;
   void Close() override {}  // the space outlives a process's view of it
-  SpaceStats Stats() const override { return inner_->Stats(); }
-  const std::string& uri() const override { return inner_->uri(); }
 
  private:
   // Counts a call; Cancelled once this view is dead.
   Status Enter();
   Status Alive() const;
 
-  Space* inner_;
   const std::atomic<bool>* crashed_;
   std::atomic<Clock::rep> kill_at_ns_{Clock::time_point::max().time_since_epoch().count()};
   std::atomic<int64_t> calls_{0};

@@ -5,7 +5,7 @@
 namespace acan {
 
 CensusSpace::CensusSpace(std::unique_ptr<Space> inner, size_t class_token)
-    : inner_(std::move(inner)), class_token_(class_token) {}
+    : SpaceWrapper(inner.get()), owned_(std::move(inner)), class_token_(class_token) {}
 
 void CensusSpace::Count(const Key& key, size_t bytes, int sign) {
   std::string_view cls = key.token_count() > class_token_ ? key.token(class_token_) : "";
@@ -26,19 +26,19 @@ Status CensusSpace::Put(Key key, Value value, Deadline deadline) {
   // put fails.
   const size_t bytes = value.size();
   Count(key, bytes, +1);
-  Status s = inner_->Put(key, std::move(value), deadline);
+  Status s = SpaceWrapper::Put(key, std::move(value), deadline);
   if (!s.ok()) Count(key, bytes, -1);
   return s;
 }
 
 Result<Tuple> CensusSpace::Get(const Pattern& p, Deadline d) {
-  auto t = inner_->Get(p, d);
+  auto t = SpaceWrapper::Get(p, d);
   if (t.ok()) Count(t->key, t->value.size(), -1);
   return t;
 }
 
 Result<std::vector<Tuple>> CensusSpace::Take(const Pattern& p, size_t n, Deadline d) {
-  auto got = inner_->Take(p, n, d);
+  auto got = SpaceWrapper::Take(p, n, d);
   if (got.ok()) {
     for (const Tuple& t : *got) Count(t.key, t.value.size(), -1);
   }

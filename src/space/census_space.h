@@ -11,6 +11,7 @@
 #include <string>
 
 #include "acan/space.h"
+#include "space/space_wrapper.h"
 
 namespace acan {
 
@@ -26,33 +27,24 @@ struct Census {
   std::map<std::string, ResidentCount, std::less<>> by_class;
 };
 
-class CensusSpace final : public Space {
+class CensusSpace final : public SpaceWrapper {
  public:
   // Keys with fewer than class_token + 1 tokens count in class "".
   CensusSpace(std::unique_ptr<Space> inner, size_t class_token);
 
   using Space::Get;
   using Space::Put;
-  using Space::Read;
-  using Space::ReadAll;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
-  Result<std::optional<Tuple>> Read(const Pattern& p) override { return inner_->Read(p); }
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
-  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
-    return inner_->ReadAll(p, limit);
-  }
-  void Close() override { inner_->Close(); }
-  SpaceStats Stats() const override { return inner_->Stats(); }
-  const std::string& uri() const override { return inner_->uri(); }
 
   Census Snapshot() const;
 
  private:
   void Count(const Key& key, size_t bytes, int sign);
 
-  std::unique_ptr<Space> inner_;
+  std::unique_ptr<Space> owned_;
   size_t class_token_;
   mutable std::mutex mu_;
   Census census_;  // GUARDED_BY(mu_)

@@ -4,7 +4,8 @@ namespace acan {
 
 FaultSpace::FaultSpace(std::unique_ptr<Space> inner, FaultOptions options,
                        std::shared_ptr<FaultCounts> counts)
-    : inner_(std::move(inner)),
+    : SpaceWrapper(inner.get()),
+      owned_(std::move(inner)),
       options_(std::move(options)),
       counts_(std::move(counts)),
       rng_(options_.seed) {
@@ -17,7 +18,7 @@ FaultSpace::~FaultSpace() { Close(); }
 Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   bool hit = patterns_.empty();
   for (const Pattern& p : patterns_) hit = hit || p.Matches(key);
-  if (!hit) return inner_->Put(std::move(key), std::move(value), deadline);
+  if (!hit) return inner()->Put(std::move(key), std::move(value), deadline);
   double roll;
   {
     std::lock_guard lock(mu_);
@@ -36,9 +37,9 @@ Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   }
   if (roll < options_.drop + options_.duplicate) {
     counts_->duplicated.fetch_add(1);
-    ACAN_RETURN_IF_ERROR(inner_->Put(key, value, deadline));
+    ACAN_RETURN_IF_ERROR(inner()->Put(key, value, deadline));
   }
-  return inner_->Put(std::move(key), std::move(value), deadline);
+  return inner()->Put(std::move(key), std::move(value), deadline);
 }
 
 void FaultSpace::DeliverDelayed() {
@@ -55,7 +56,7 @@ void FaultSpace::DeliverDelayed() {
       Delayed d = delayed_.top();
       delayed_.pop();
       lock.unlock();
-      (void)inner_->Put(std::move(d.key), std::move(d.value), Deadline::Infinite());
+      (void)inner()->Put(std::move(d.key), std::move(d.value), Deadline::Infinite());
       lock.lock();
     }
   }
@@ -69,7 +70,7 @@ void FaultSpace::Close() {
     delayed_cv_.notify_all();
   }
   if (delivery_.joinable()) delivery_.join();
-  inner_->Close();
+  inner()->Close();
 }
 
 }  // namespace acan

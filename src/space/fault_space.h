@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "acan/space.h"
+#include "space/space_wrapper.h"
 
 namespace acan {
 
@@ -33,30 +34,16 @@ struct FaultCounts {
   std::atomic<int64_t> delayed{0};
 };
 
-class FaultSpace final : public Space {
+class FaultSpace final : public SpaceWrapper {
  public:
   // REQUIRES: options' patterns are valid patterns.
   FaultSpace(std::unique_ptr<Space> inner, FaultOptions options,
              std::shared_ptr<FaultCounts> counts = std::make_shared<FaultCounts>());
   ~FaultSpace() override;
 
-  using Space::Get;
   using Space::Put;
-  using Space::Read;
-  using Space::ReadAll;
-  using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
-  Result<std::optional<Tuple>> Read(const Pattern& p) override { return inner_->Read(p); }
-  Result<Tuple> Get(const Pattern& p, Deadline d) override { return inner_->Get(p, d); }
-  Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override {
-    return inner_->Take(p, n, d);
-  }
-  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
-    return inner_->ReadAll(p, limit);
-  }
   void Close() override;
-  SpaceStats Stats() const override { return inner_->Stats(); }
-  const std::string& uri() const override { return inner_->uri(); }
 
   const FaultCounts& counts() const { return *counts_; }
 
@@ -69,7 +56,7 @@ class FaultSpace final : public Space {
   };
   void DeliverDelayed();
 
-  std::unique_ptr<Space> inner_;
+  std::unique_ptr<Space> owned_;
   FaultOptions options_;
   std::vector<Pattern> patterns_;
   std::shared_ptr<FaultCounts> counts_;

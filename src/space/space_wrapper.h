@@ -1,0 +1,45 @@
+// SpaceWrapper: a space that forwards every call to another one. Decorators (injected faults, a
+// census of what is resident, a process's crashable view) derive from it and override only what
+// they change (LevelDB's EnvWrapper). Thread-safe when the inner space is.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "acan/space.h"
+
+namespace acan {
+
+class SpaceWrapper : public Space {
+ public:
+  // REQUIRES: `inner` outlives the wrapper (derived classes that own it keep it themselves).
+  explicit SpaceWrapper(Space* inner) : inner_(inner) {}
+
+  using Space::Get;
+  using Space::Put;
+  using Space::Read;
+  using Space::ReadAll;
+  using Space::Take;
+  Status Put(Key key, Value value, Deadline deadline) override {
+    return inner_->Put(std::move(key), std::move(value), deadline);
+  }
+  Result<std::optional<Tuple>> Read(const Pattern& p) override { return inner_->Read(p); }
+  Result<Tuple> Get(const Pattern& p, Deadline d) override { return inner_->Get(p, d); }
+  Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override {
+    return inner_->Take(p, n, d);
+  }
+  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
+    return inner_->ReadAll(p, limit);
+  }
+  void Close() override { inner_->Close(); }
+  SpaceStats Stats() const override { return inner_->Stats(); }
+  const std::string& uri() const override { return inner_->uri(); }
+
+ protected:
+  Space* inner() const { return inner_; }
+
+ private:
+  Space* inner_;
+};
+
+}  // namespace acan
