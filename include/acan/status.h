@@ -78,6 +78,11 @@ class [[nodiscard]] Status {
 };
 
 // A value of type T, or the Status that explains why there is none.
+namespace internal {
+// Prints "acan: value() of an error result: <status>" and aborts.
+[[noreturn]] void DieOfStatus(const Status& status);
+}  // namespace internal
+
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -93,10 +98,20 @@ class [[nodiscard]] Result {
   }
   Status status() && { return ok() ? Status() : std::get<Status>(std::move(v_)); }
 
-  // REQUIRES: ok()
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  // The value. On an error this is a programmer's mistake: the process aborts with the status
+  // on stderr (Arrow's ValueOrDie), never a bad_variant_access far from its cause.
+  T& value() & {
+    CheckOk();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    CheckOk();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    CheckOk();
+    return std::get<T>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
@@ -106,6 +121,10 @@ class [[nodiscard]] Result {
   T value_or(T other) const& { return ok() ? value() : std::move(other); }
 
  private:
+  void CheckOk() const {
+    if (!ok()) internal::DieOfStatus(std::get<Status>(v_));
+  }
+
   std::variant<Status, T> v_;
 };
 

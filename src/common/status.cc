@@ -1,5 +1,8 @@
 #include "acan/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace acan {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -31,6 +34,13 @@ std::string_view StatusCodeName(StatusCode code) {
   }
   return "Unknown";
 }
+
+namespace internal {
+void DieOfStatus(const Status& status) {
+  std::fprintf(stderr, "acan: value() of an error result: %s\n", status.ToString().c_str());
+  std::abort();
+}
+}  // namespace internal
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

@@ -41,5 +41,11 @@ TEST(StatusTest, MacrosPropagate) {
   EXPECT_FALSE(CheckEven(5).ok());
 }
 
+TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheStatus) {
+  Result<int> r = Quarter(6);
+  EXPECT_DEATH((void)r.value(), "value\\(\\) of an error result: InvalidArgument: odd: 3");
+  EXPECT_DEATH((void)*Quarter(2), "InvalidArgument: odd: 1");
+}
+
 }  // namespace
 }  // namespace acan
