@@ -15,4 +15,20 @@ int RunParsedTrainCommand();
 void AddEvalCommand(CLI::App& app);
 int RunParsedEvalCommand();
 
+// Accepts a whole number >= 1; anything else is "must be a whole number >= 1, not '<text>'"
+// (CLI::PositiveNumber would print its range up to 1.8e308).
+inline const CLI::Validator kAtLeastOne(
+    [](std::string& text) -> std::string {
+      long long v = 0;
+      size_t used = 0;
+      try {
+        v = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == text.size() && used > 0 && v >= 1) return "";
+      return "must be a whole number >= 1, not '" + text + "'";
+    },
+    "INT>=1");
+
 }  // namespace acan::cli

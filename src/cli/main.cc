@@ -72,13 +72,19 @@ int main(int argc, char** argv) {
   demo->add_option("--space", uri, "Space URI")->capture_default_str();
   demo->add_option("--tasks", tasks, "Number of tasks")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(acan::cli::kAtLeastOne);
   demo->add_option("--handlers", handlers, "Handler threads")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(acan::cli::kAtLeastOne);
   acan::cli::AddTrainCommands(app);
   acan::cli::AddEvalCommand(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // app.exit prints the message (--help its page, with code 0); bad flags exit 2, like any
+    // other bad input (CLI11's own codes run past 100).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   if (demo->parsed()) return RunDemo(uri, tasks, handlers);
   if (int rc = acan::cli::RunParsedEvalCommand(); rc != -1) return rc;
   return acan::cli::RunParsedTrainCommand();

@@ -71,11 +71,11 @@ void AddTrainCommands(CLI::App& app) {
   g_cmd->add_option("--space", g_args.space,
                     "Space URI (default: the job's [runtime] space, mem:)");
   g_cmd->add_option("--handlers", g_args.handlers, "Handler threads (default: the job's)")
-      ->check(CLI::PositiveNumber);
+      ->check(acan::cli::kAtLeastOne);
   g_cmd
       ->add_option("--window", g_args.window,
                    "Update window W; 1 = synchronous (default: the job's)")
-      ->check(CLI::PositiveNumber);
+      ->check(acan::cli::kAtLeastOne);
   g_cmd->add_option("--init", g_args.init, "Initial model (safetensors)")->check(CLI::ExistingFile);
   g_cmd->add_option("--out", g_args.out, "Directory for the artefacts")->capture_default_str();
   g_cmd->add_option("--seed", g_args.seed, "Seed (overrides [train] seed)");
