@@ -142,18 +142,12 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
   return outcome;
 }
 
-// Output keys of a task: a step tensor, or the proposal of an update.
-std::string Handler::OutputKey(const nn::TaskSpec& spec, size_t i) const {
-  const std::string& out = spec.outputs[i];
-  return nn::Plan::IsStateKey(out) ? layout_.Proposal(out, spec.step) : layout_.Tensor(out);
-}
-
 // A task sent again whose outputs are all in the space already (its report, not its work, was
 // lost; or an earlier copy finished meanwhile): nothing to run, only the report to give.
 bool Handler::AlreadyDone(const TaskMessage& m) {
   if (m.attempt <= 1) return false;
-  for (size_t i = 0; i < m.spec.outputs.size(); ++i) {
-    auto r = space_->Read(OutputKey(m.spec, i));
+  for (const std::string& out : m.spec.outputs) {
+    auto r = space_->Read(layout_.Output(out, m.spec.step));
     if (!r.ok() || !r->has_value()) return false;
   }
   return true;
@@ -230,7 +224,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   DoneMessage done{m.attempt, options_.id, exec_ns, ""};
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string key = OutputKey(m.spec, i);
+      const std::string key = layout_.Output(m.spec.outputs[i], m.spec.step);
       Value value = options_.buffers ? options_.buffers->Wrap(std::move(outputs[i]))
                                      : Value::FromVector(std::move(outputs[i]));
       Status put = space_->Put(key, std::move(value));
@@ -246,10 +240,12 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   // The step was cleaned up while this ran (a late copy): what was just written would stay
   // forever, so take it back. The manager closes the step before it removes the step's tuples,
   // so when the step is still open here, its clean-up is yet to come and removes them.
-  auto open = space_->Read(layout_.StepOpen(m.spec.step));
-  if (s.ok() && open.ok() && !open->has_value()) {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      (void)space_->Take(OutputKey(m.spec, i), 1, Deadline::Now());
+  if (s.ok()) {
+    auto open = space_->Read(layout_.StepOpen(m.spec.step));
+    if (open.ok() && !open->has_value()) {
+      for (const std::string& out : m.spec.outputs) {
+        (void)space_->Take(layout_.Output(out, m.spec.step), 1, Deadline::Now());
+      }
     }
   }
   if (options_.trace) {

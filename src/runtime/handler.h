@@ -87,7 +87,6 @@ class Handler {
   Outcome RunTask(const Tuple& task, const std::atomic<bool>& stop);
   Outcome RunTask(const TaskMessage& task, const std::atomic<bool>& stop);
   bool AlreadyDone(const TaskMessage& task);
-  std::string OutputKey(const nn::TaskSpec& spec, size_t i) const;
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
   Status PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease, bool replace);
   std::vector<std::string> Patterns() const;

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "nn/plan.h"
 #include "nn/task.h"
 
 namespace acan::runtime {
@@ -48,6 +49,11 @@ class Layout {
   }
   std::string Proposal(std::string_view key, int64_t step) const {
     return job_ + ".u." + std::string(key) + ".s" + std::to_string(step);
+  }
+  // Where a step's task writes output `out`: the step tensor, or for a parameter or velocity
+  // shard the proposal of its next version.
+  std::string Output(std::string_view out, int64_t step) const {
+    return nn::Plan::IsStateKey(out) ? Proposal(out, step) : Tensor(out);
   }
   std::string Done(std::string_view task_key) const {
     return job_ + ".done." + std::string(task_key);

@@ -243,12 +243,10 @@ Status Manager::Recover(ActiveStep& st) {
   for (TaskRun& t : st.tasks) {
     bool done = true;
     for (const std::string& out : t.spec.outputs) {
-      std::string key = layout_.Tensor(out);
-      if (nn::Plan::IsStateKey(out)) {
-        if (version_.at(out) > st.step) continue;  // applied by the previous manager
-        key = layout_.Proposal(out, st.step);
+      if (nn::Plan::IsStateKey(out) && version_.at(out) > st.step) {
+        continue;  // applied by the previous manager
       }
-      ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(key));
+      ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(layout_.Output(out, st.step)));
       done = done && p.has_value();
     }
     bool held = queued.count(layout_.Task(t.spec.type, t.spec.key)) > 0;
@@ -572,7 +570,7 @@ Status Manager::CleanupStep(const ActiveStep& st) {
       drop(c.key.str());
     }
     for (const std::string& out : t.spec.outputs) {
-      drop(nn::Plan::IsStateKey(out) ? layout_.Proposal(out, st.step) : layout_.Tensor(out));
+      drop(layout_.Output(out, st.step));
     }
   }
   return Status::Ok();
