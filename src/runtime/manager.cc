@@ -713,7 +713,10 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   const auto active_at = Clock::now();
   if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
-  if (progress_.finished) return Status::Ok();
+  if (progress_.finished) {  // a predecessor applied the last step: nothing is in flight
+    if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
+    return Status::Ok();
+  }
   if (options_.probe && progress_.task_ns.empty()) {
     ProbeTasks();
     ACAN_RETURN_IF_ERROR(SaveState());  // a successor starts from these timeouts
