@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   }
   const std::string out = argv[2];
   const bool train = argc == 4;
-  auto job = nn::ParseJobFile(argv[1]);
+  auto job = ParseJobFile(argv[1]);
   if (!job.ok()) return Fail(job.status());
   auto data = nn::LoadDataset(*job);
   if (!data.ok()) return Fail(data.status());

@@ -44,11 +44,11 @@ std::string Join(const std::vector<double>& v) {
   return s;
 }
 
-nn::JobConfig MlpJob(int64_t samples, int64_t batch, int64_t micro) {
-  nn::JobConfig job;
+JobConfig MlpJob(int64_t samples, int64_t batch, int64_t micro) {
+  JobConfig job;
   job.model.layers = {784, 1024, 1024, 10};
-  job.model.activation = nn::Activation::kRelu;
-  job.model.loss = nn::LossKind::kSoftmaxCrossEntropy;
+  job.model.activation = Activation::kRelu;
+  job.model.loss = LossKind::kSoftmaxCrossEntropy;
   job.data.samples = samples;
   job.train.epochs = 1;
   job.train.batch = batch;
@@ -59,9 +59,9 @@ nn::JobConfig MlpJob(int64_t samples, int64_t batch, int64_t micro) {
 }
 
 // The design note's 44-44-1 toy (JobConfig's defaults) for one epoch of `samples`.
-nn::JobConfig ToyJob(int64_t samples, nn::Strategy strategy = nn::Strategy::kData,
+JobConfig ToyJob(int64_t samples, Strategy strategy = Strategy::kData,
                      int64_t task_size = 0) {
-  nn::JobConfig job;
+  JobConfig job;
   job.data.samples = samples;
   job.train.epochs = 1;
   job.partition.strategy = strategy;
@@ -98,7 +98,7 @@ struct Bare {
   std::string sha;
   std::map<nn::TaskOp, double> phase_ms;
 };
-Bare BareThreads(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+Bare BareThreads(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                  int threads) {
   using Buf = std::vector<float>;
   const nn::Plan plan = Check(nn::Plan::Create(job, -1, data.rows));
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
   // the median of the rounds' ratios (this VM's speed drifts by 20% between seconds).
   bool all_equal = true;
   for (auto [batch, micro] : {std::pair<int64_t, int64_t>{64, 32}, {256, 128}}) {
-    nn::JobConfig job = MlpJob(steps * batch, batch, micro);
+    JobConfig job = MlpJob(steps * batch, batch, micro);
     nn::Model init = Check(nn::InitialModel(job));
     nn::Dataset data = Check(nn::LoadDataset(job));
     std::map<nn::TaskOp, std::vector<double>> phase1, phase2;  // ms per step, bare 1 and 2 threads
@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
 
   if (!with_toy) return all_equal ? 0 : 1;
   // 2. The toy at batch 1 with 4 handlers.
-  nn::JobConfig toy = ToyJob(3000);
+  JobConfig toy = ToyJob(3000);
   nn::Model tinit = Check(nn::InitialModel(toy));
   nn::Dataset tdata = Check(nn::LoadDataset(toy));
   auto trainer = Check(nn::ReferenceTrainer::Create(toy, tinit, tdata));
@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
   // The same SGD, a chain of mini-batches per task: one hand-over serves many steps.
   const std::string want = nn::ModelSha256(trainer->CurrentModel());
   for (int64_t k : {int64_t{16}, int64_t{64}, int64_t{0}}) {
-    nn::JobConfig chain = ToyJob(3000, nn::Strategy::kChain, k);
+    JobConfig chain = ToyJob(3000, Strategy::kChain, k);
     runtime::RunOptions o;
     o.handlers = 4;
     o.window = 1;

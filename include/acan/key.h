@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "acan/export.h"
 #include "acan/status.h"
 
 namespace acan {
@@ -21,7 +22,7 @@ inline constexpr size_t kMaxKeyTokens = 32;
 
 namespace internal {
 // The text of a subject and where its tokens start; shared by Key and Pattern.
-class Subject {
+class ACAN_EXPORT Subject {
  public:
   const std::string& str() const { return text_; }
   size_t token_count() const { return count_; }
@@ -43,12 +44,12 @@ class Subject {
 };
 }  // namespace internal
 
-class Key : public internal::Subject {
+class ACAN_EXPORT Key : public internal::Subject {
  public:
   static Result<Key> Parse(std::string_view text);
 };
 
-class Pattern : public internal::Subject {
+class ACAN_EXPORT Pattern : public internal::Subject {
  public:
   static Result<Pattern> Parse(std::string_view text);
   // The pattern that matches exactly `key`.

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "acan/clock.h"
+#include "acan/export.h"
 #include "acan/key.h"
 #include "acan/status.h"
 #include "acan/value.h"
@@ -45,7 +46,7 @@ struct SpaceOptions {
 };
 
 // A latency histogram with power-of-two buckets: bucket i counts latencies in [2^i, 2^(i+1)) ns.
-struct LatencyHistogram {
+struct ACAN_EXPORT LatencyHistogram {
   static constexpr size_t kBuckets = 48;
   std::array<uint64_t, kBuckets> counts{};
   uint64_t total = 0;
@@ -55,7 +56,7 @@ struct LatencyHistogram {
 };
 
 enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kCount };
-std::string_view SpaceOpName(SpaceOp op);
+ACAN_EXPORT std::string_view SpaceOpName(SpaceOp op);
 
 struct SpaceStats {
   uint64_t tuples = 0;  // stored now
@@ -68,7 +69,7 @@ struct SpaceStats {
   uint64_t rejected = 0;  // invalid or oversize input, and ResourceExhausted
 };
 
-class Space {
+class ACAN_EXPORT Space {
  public:
   virtual ~Space() = default;
   Space() = default;
@@ -100,9 +101,9 @@ using SpaceFactory =
 
 // Opens a space by URI, e.g. "mem:" or "mem:?max_total_bytes=1048576". Unknown schemes and bad
 // parameters are InvalidArgument naming them. URI parameters override `options`.
-Result<std::unique_ptr<Space>> OpenSpace(std::string_view uri, const SpaceOptions& options = {});
+ACAN_EXPORT Result<std::unique_ptr<Space>> OpenSpace(std::string_view uri, const SpaceOptions& options = {});
 
 // Adds a backend; AlreadyExists when the scheme is taken. Thread-safe.
-Status RegisterSpaceScheme(std::string scheme, SpaceFactory factory);
+ACAN_EXPORT Status RegisterSpaceScheme(std::string scheme, SpaceFactory factory);
 
 }  // namespace acan

@@ -12,6 +12,8 @@
 #include <utility>
 #include <variant>
 
+#include "acan/export.h"
+
 namespace acan {
 
 enum class StatusCode {
@@ -30,9 +32,9 @@ enum class StatusCode {
 };
 
 // The stable name of a code, e.g. "InvalidArgument".
-std::string_view StatusCodeName(StatusCode code);
+ACAN_EXPORT std::string_view StatusCodeName(StatusCode code);
 
-class [[nodiscard]] Status {
+class [[nodiscard]] ACAN_EXPORT Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -80,7 +82,7 @@ class [[nodiscard]] Status {
 // A value of type T, or the Status that explains why there is none.
 namespace internal {
 // Prints "acan: value() of an error result: <status>" and aborts.
-[[noreturn]] void DieOfStatus(const Status& status);
+[[noreturn]] ACAN_EXPORT void DieOfStatus(const Status& status);
 }  // namespace internal
 
 template <typename T>

@@ -30,7 +30,7 @@ int Fail(const Status& s) {
 }
 
 int RunEval() {
-  auto job = nn::ParseJobFile(g_eval.config);
+  auto job = ParseJobFile(g_eval.config);
   if (!job.ok()) return Fail(job.status());
   auto model = nn::LoadModel(g_eval.model, job->model.layers);
   if (!model.ok()) {
@@ -69,7 +69,7 @@ int RunEval() {
     return 0;
   }
   std::vector<std::string> names;
-  if (job->data.source == nn::DataSource::kFashionMnist) {
+  if (job->data.source == DataSource::kFashionMnist) {
     for (std::string_view n : nn::kFashionMnistClasses) names.emplace_back(n);
   }
   if (split == "train") {

@@ -74,8 +74,8 @@ window = {}
                      samples, epochs, task_size, window);
 }
 
-Result<nn::JobConfig> Parse(const std::string& text, const char* name) {
-  return nn::ParseJobString(text, name);
+Result<JobConfig> Parse(const std::string& text, const char* name) {
+  return ParseJobString(text, name);
 }
 
 void Claim(bool* all, bool ok, const std::string& text) {

@@ -62,7 +62,7 @@ class ProgressPrinter {
 
 }  // namespace
 
-runtime::RunOptions OptionsFromJob(const nn::JobConfig& job) {
+runtime::RunOptions OptionsFromJob(const JobConfig& job) {
   runtime::RunOptions o;
   o.handlers = static_cast<int>(job.runtime.handlers);
   o.window = job.runtime.window;
@@ -80,7 +80,7 @@ runtime::RunOptions OptionsFromJob(const nn::JobConfig& job) {
   return o;
 }
 
-Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions options,
+Result<RunOutcome> TrainAndReport(const JobConfig& job, runtime::RunOptions options,
                                   const std::string& init_path, const std::string& out_dir,
                                   bool quiet) {
   runtime::TuneProcess();
@@ -123,7 +123,7 @@ Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions 
                  fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(),
                  options.space_uri.c_str(), (long long)data.rows, (long long)job.train.epochs,
                  options.handlers, (long long)options.window,
-                 std::string(nn::ToString(job.partition.strategy)).c_str(),
+                 std::string(ToString(job.partition.strategy)).c_str(),
                  chaos ? ", with chaos" : "");
   }
   RunOutcome out;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 #include "runtime/artefacts.h"
 #include "runtime/job_runner.h"
@@ -22,12 +22,12 @@ struct RunOutcome {
 };
 
 // The run options a job file asks for ([runtime] and [chaos]).
-runtime::RunOptions OptionsFromJob(const nn::JobConfig& job);
+runtime::RunOptions OptionsFromJob(const JobConfig& job);
 
 // Loads the data and the initial model (`init_path`, or the job's init), runs the job with a
 // progress line on stderr (unless quiet), evaluates on the job's test split after every epoch and
 // at the end, writes the artefacts into `out_dir` and prints the outcome.
-Result<RunOutcome> TrainAndReport(const nn::JobConfig& job, runtime::RunOptions options,
+Result<RunOutcome> TrainAndReport(const JobConfig& job, runtime::RunOptions options,
                                   const std::string& init_path, const std::string& out_dir,
                                   bool quiet);
 

@@ -31,7 +31,7 @@ TrainArgs g_args;
 CLI::App* g_cmd = nullptr;
 
 int RunTrain() {
-  auto job = nn::ParseJobFile(g_args.config);
+  auto job = ParseJobFile(g_args.config);
   if (!job.ok()) return Fail(job.status());
   if (g_args.seed) job->train.seed = *g_args.seed;
   if (!g_args.speeds.empty()) job->chaos.speeds = g_args.speeds;
@@ -46,7 +46,7 @@ int RunTrain() {
       g_args.crash_interval_steps) {
     job->chaos.enabled = true;
   }
-  if (Status s = nn::ValidateJob(*job); !s.ok()) return Fail(s);
+  if (Status s = ValidateJob(*job); !s.ok()) return Fail(s);
   runtime::RunOptions o = OptionsFromJob(*job);
   if (!g_args.space.empty()) o.space_uri = g_args.space;
   if (g_args.handlers) o.handlers = *g_args.handlers;
@@ -54,7 +54,7 @@ int RunTrain() {
   // task_size = 0 in the job file: the controller chooses (and may change) it.
   // A chain's task size fixes what a step is, so it is chosen once (Plan::ChainSteps).
   o.adapt_task_size =
-      job->partition.task_size == 0 && job->partition.strategy != nn::Strategy::kChain;
+      job->partition.task_size == 0 && job->partition.strategy != Strategy::kChain;
   if (g_args.trace) o.trace = std::make_shared<runtime::TraceRecorder>();
   o.pin_handlers = !g_args.no_pin;
   auto outcome = TrainAndReport(*job, o, g_args.init, g_args.out, g_args.quiet);

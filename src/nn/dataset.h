@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 
 namespace acan::nn {

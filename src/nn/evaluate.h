@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 #include "nn/dataset.h"
 #include "nn/model.h"

@@ -1,4 +1,4 @@
-#include "acan/nn/job.h"
+#include "acan/job.h"
 
 #include <toml++/toml.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-namespace acan::nn {
+namespace acan {
 namespace {
 
 template <typename E, size_t N>
@@ -463,4 +463,4 @@ Result<JobConfig> ParseJobFile(const std::string& path) {
   return job;
 }
 
-}  // namespace acan::nn
+}  // namespace acan

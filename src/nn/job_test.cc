@@ -1,4 +1,4 @@
-#include "acan/nn/job.h"
+#include "acan/job.h"
 
 #include <gtest/gtest.h>
 

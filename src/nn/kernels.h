@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 
 namespace acan::nn {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 #include "nn/tensor.h"
 

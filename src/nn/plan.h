@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 #include "nn/model.h"
 #include "nn/task.h"

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 #include "nn/dataset.h"
 #include "nn/evaluate.h"  // EvalReport, Evaluate (declared here before they had a file)

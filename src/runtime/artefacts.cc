@@ -11,7 +11,7 @@
 
 namespace acan::runtime {
 
-Result<RunFigures> Evaluate(const nn::JobConfig& job, const nn::Dataset& data,
+Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data,
                             const nn::Model& init, const RunResult& run) {
   RunFigures f;
   ACAN_ASSIGN_OR_RETURN(nn::EvalReport before, nn::Evaluate(init, data, job));
@@ -22,7 +22,7 @@ Result<RunFigures> Evaluate(const nn::JobConfig& job, const nn::Dataset& data,
   return f;
 }
 
-nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
+nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options,
                            const RunResult& run, const RunFigures& figures) {
   using nlohmann::json;
   const Progress& p = run.progress;
@@ -161,7 +161,7 @@ nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
   }
   j["stalls"] = stalls;
   j["weights_sha256"] = nn::ModelSha256(run.model);
-  j["strategy"] = std::string(nn::ToString(job.partition.strategy));
+  j["strategy"] = std::string(ToString(job.partition.strategy));
   return j;
 }
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/status.h"
 #include "nn/dataset.h"
 #include "runtime/job_runner.h"
@@ -19,10 +19,10 @@ struct RunFigures {
 };
 
 // Evaluates the initial and trained models on `data`.
-Result<RunFigures> Evaluate(const nn::JobConfig& job, const nn::Dataset& data,
+Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data,
                             const nn::Model& init, const RunResult& run);
 
-nlohmann::json MakeSummary(const nn::JobConfig& job, const RunOptions& options,
+nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options,
                            const RunResult& run, const RunFigures& figures);
 
 // Writes model.safetensors and summary.json into `dir` (created when missing).

@@ -15,8 +15,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-nn::JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples) {
-  auto job = nn::ParseJobString(R"(
+JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples) {
+  auto job = ParseJobString(R"(
 [model]
 layers = [64, 48, 4]
 activation = "tanh"
@@ -50,7 +50,7 @@ struct SpaceBound {
   int64_t tensor_bytes = 0;               // classes t, u and p together
 };
 
-SpaceBound BoundFor(const nn::JobConfig& job, const nn::Dataset& data, int64_t task_size,
+SpaceBound BoundFor(const JobConfig& job, const nn::Dataset& data, int64_t task_size,
                     int64_t window, int handlers) {
   nn::Plan plan = *nn::Plan::Create(job, task_size, data.rows);
   nn::Batcher batcher(&data, nn::Plan::StepBatch(job, task_size, data.rows), false, 1);
@@ -115,7 +115,7 @@ struct Reference {
   nn::Model init;
   std::string weights;
 };
-Reference ReferenceRun(const nn::JobConfig& job) {
+Reference ReferenceRun(const JobConfig& job) {
   Reference r{*nn::LoadDataset(job), *nn::InitialModel(job), ""};
   auto trainer = *nn::ReferenceTrainer::Create(job, r.init, r.data);
   EXPECT_TRUE(trainer->Train().ok());
@@ -134,7 +134,7 @@ class ChaosTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   const Case c = GetParam();
-  nn::JobConfig job = Job(c.strategy, c.task_size, c.samples);
+  JobConfig job = Job(c.strategy, c.task_size, c.samples);
   const auto [data, init, reference] = ReferenceRun(job);
 
   RunOptions o = ChaosRun();
@@ -172,7 +172,7 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
 // without waiting for a deadline: with timeouts of an hour the run still finishes, every
 // retransmission was caused by a death or restart notice, and nothing else changes.
 TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
-  nn::JobConfig job = Job("data", 4, 1536);
+  JobConfig job = Job("data", 4, 1536);
   const auto [data, init, reference] = ReferenceRun(job);
 
   RunOptions o = ChaosRun();
@@ -219,7 +219,7 @@ TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
 // drawn from the plan and the window, whatever step the run has reached.
 TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
   const Case c = GetParam();
-  nn::JobConfig job = Job(c.strategy, c.task_size, c.strategy == "chain" ? 512 : 128);
+  JobConfig job = Job(c.strategy, c.task_size, c.strategy == "chain" ? 512 : 128);
   job.train.epochs = 1;
   const auto [data, init, reference] = ReferenceRun(job);
 
@@ -260,7 +260,7 @@ TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
 // A run that cannot progress says so, again while it lasts, and can be told to give up: here no
 // handler runs updates, so the first step waits for ever on its update tasks.
 TEST(ChaosTest, AStalledRunReportsWhatIsInFlightAndGivesUp) {
-  nn::JobConfig job = Job("data", 4, 256);
+  JobConfig job = Job("data", 4, 256);
   nn::Model init = *nn::InitialModel(job);
   nn::Dataset data = *nn::LoadDataset(job);
   RunOptions o;

@@ -187,7 +187,7 @@ class RunEnd {
 // with no local state) after a short delay, until the job is finished or the run stops.
 class ManagerSlot {
  public:
-  ManagerSlot(int id, Space* space, const Layout& layout, const nn::JobConfig& job,
+  ManagerSlot(int id, Space* space, const Layout& layout, const JobConfig& job,
               const nn::Dataset& data, const RunOptions& options, Telemetry* telemetry, RunEnd* end,
               std::atomic<bool>* killed_once)
       : id_(id),
@@ -307,7 +307,7 @@ class ManagerSlot {
   int id_;
   Space* space_;
   const Layout& layout_;
-  const nn::JobConfig& job_;
+  const JobConfig& job_;
   const nn::Dataset& data_;
   const RunOptions& options_;
   Telemetry* telemetry_;
@@ -433,14 +433,14 @@ class HandlerSlot {
 
 }  // namespace
 
-Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                          const RunOptions& options) {
   if (options.handlers < 1) return Status::InvalidArgument("handlers must be at least 1");
   // spdlog builds its registry on first use; do it here, before the run's threads may log at
   // once (its lazy construction inside the uninstrumented library is a race to ThreadSanitizer).
   (void)spdlog::default_logger_raw();
   if (options.window < 1) return Status::InvalidArgument("window must be at least 1");
-  if (options.adapt_task_size && job.partition.strategy == nn::Strategy::kChain) {
+  if (options.adapt_task_size && job.partition.strategy == Strategy::kChain) {
     return Status::InvalidArgument(
         "the chain strategy's task size sets what a step is and cannot adapt; give "
         "partition.task_size or let it default once");

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "acan/nn/job.h"
+#include "acan/job.h"
 #include "acan/space.h"
 #include "nn/dataset.h"
 #include "nn/model.h"
@@ -135,7 +135,7 @@ struct RunResult {
   std::shared_ptr<TraceRecorder> trace;  // RunOptions::trace, filled in (null: not traced)
 };
 
-Result<RunResult> RunJob(const nn::JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                          const RunOptions& options);
 
 }  // namespace acan::runtime

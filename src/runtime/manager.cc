@@ -41,7 +41,7 @@ struct Manager::ActiveStep {
   size_t done = 0;
 };
 
-Manager::Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn::Dataset* data,
+Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Dataset* data,
                  ManagerOptions options)
     : space_(space),
       layout_(std::move(layout)),
@@ -71,7 +71,7 @@ Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
   return &it->second;
 }
 
-Status Manager::InitJob(Space* space, const Layout& layout, const nn::JobConfig& job,
+Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init) {
   ACAN_ASSIGN_OR_RETURN(auto existing, space->Read(layout.ManagerState()));
   if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
@@ -105,14 +105,14 @@ Status Manager::LoadState() {
   int64_t task_size = progress_.task_size > 0 ? progress_.task_size : options_.task_size;
   if (options_.adapt_task_size && progress_.task_size <= 0) {
     task_size = InitialTaskSize(
-        job_->model.layers, job_->partition.strategy == nn::Strategy::kTiles, job_->train.batch);
+        job_->model.layers, job_->partition.strategy == Strategy::kTiles, job_->train.batch);
   }
   ACAN_ASSIGN_OR_RETURN(plan_, PlanFor(task_size));
   progress_.task_size = plan_->task_size();
   if (options_.adapt_task_size) {
     ControllerOptions c = controller_.options();
     c.task_size = plan_->task_size();
-    c.max_task_size = job_->partition.strategy == nn::Strategy::kTiles
+    c.max_task_size = job_->partition.strategy == Strategy::kTiles
                           ? *std::max_element(job_->model.layers.begin(), job_->model.layers.end())
                           : job_->train.batch;
     controller_ = Controller(c);

@@ -76,13 +76,13 @@ struct ManagerOptions {
 class Manager {
  public:
   // REQUIRES: `space`, `job` and `data` outlive the manager.
-  Manager(Space* space, Layout layout, const nn::JobConfig* job, const nn::Dataset* data,
+  Manager(Space* space, Layout layout, const JobConfig* job, const nn::Dataset* data,
           ManagerOptions options);
   ~Manager();
 
   // Puts the initial state of a new job (version-0 shards, the state tuple, a free lease) unless
   // the job's state tuple is already there. Call once before the first manager runs.
-  static Status InitJob(Space* space, const Layout& layout, const nn::JobConfig& job,
+  static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init);
 
   // Waits for the lease (as a standby), then runs or resumes the job until every step has been
@@ -138,7 +138,7 @@ class Manager {
 
   Space* space_;
   Layout layout_;
-  const nn::JobConfig* job_;
+  const JobConfig* job_;
   const nn::Dataset* data_;
   ManagerOptions options_;
   Lease lease_;

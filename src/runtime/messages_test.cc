@@ -11,7 +11,7 @@ namespace {
 
 // An update task of step 3 of the note's toy (JobConfig's defaults), as the plan makes it.
 nn::TaskSpec UpdateTask() {
-  const nn::JobConfig job;
+  const JobConfig job;
   const nn::Plan plan = nn::Plan::Create(job, -1, 100).value();
   for (const nn::TaskSpec& t : plan.StepTasks(3, job.train.batch)) {
     if (t.op == nn::TaskOp::kUpdate) return t;

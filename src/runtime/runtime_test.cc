@@ -15,7 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-nn::JobConfig Job(const std::string& strategy, int64_t samples = 24, int64_t batch = 1,
+JobConfig Job(const std::string& strategy, int64_t samples = 24, int64_t batch = 1,
                   int64_t task_size = 0, const std::string& extra = "") {
   std::string text = R"(
 [model]
@@ -37,7 +37,7 @@ strategy = ")" + strategy +
                      R"("
 task_size = )" + std::to_string(task_size) +
                      "\n" + extra;
-  auto job = nn::ParseJobString(text);
+  auto job = ParseJobString(text);
   EXPECT_TRUE(job.ok()) << job.status().ToString();
   return *job;
 }
@@ -47,7 +47,7 @@ struct Reference {
   std::string sha;
 };
 
-Reference RunReference(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data) {
+Reference RunReference(const JobConfig& job, const nn::Model& init, const nn::Dataset& data) {
   auto trainer = nn::ReferenceTrainer::Create(job, init, data);
   EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
   auto epochs = (*trainer)->Train();
@@ -58,25 +58,25 @@ Reference RunReference(const nn::JobConfig& job, const nn::Model& init, const nn
 
 // A job, its initial model and data, and what the reference trainer makes of them.
 struct Prepared {
-  explicit Prepared(nn::JobConfig j)
+  explicit Prepared(JobConfig j)
       : job(std::move(j)),
         init(*nn::InitialModel(job)),
         data(*nn::LoadDataset(job)),
         ref(RunReference(job, init, data)) {}
-  nn::JobConfig job;
+  JobConfig job;
   nn::Model init;
   nn::Dataset data;
   Reference ref;
 };
 
-RunResult RunDistributed(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+RunResult RunDistributed(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                          RunOptions options) {
   auto r = RunJob(job, data, init, options);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? std::move(r).value() : RunResult{};
 }
 
-void ExpectInvariants(const RunResult& r, const nn::JobConfig& job) {
+void ExpectInvariants(const RunResult& r, const JobConfig& job) {
   auto plan = nn::Plan::Create(job);
   int64_t state_keys = 0;
   for (const auto& s : plan->shards()) state_keys += s.momentum_key.empty() ? 1 : 2;
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, RuntimeStrategyTest,
                                            std::pair{"tiles", 16}, std::pair{"pipeline", 0},
                                            std::pair{"chain", 3}, std::pair{"chain", 0}));
 
-RunResult RunWithFaults(const nn::JobConfig& job, const nn::Model& init, const nn::Dataset& data,
+RunResult RunWithFaults(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                         FaultOptions faults, std::shared_ptr<FaultCounts> counts) {
   RunOptions o;
   o.handlers = 3;
@@ -196,7 +196,7 @@ TEST(RuntimeTest, MimdHandlersRunDifferentTaskTypes) {
 }
 
 TEST(RuntimeTest, LargerWindowConverges) {
-  nn::JobConfig job = Job("data", 100, 1, 0);
+  JobConfig job = Job("data", 100, 1, 0);
   nn::Model init = *nn::InitialModel(job);
   nn::Dataset data = *nn::LoadDataset(job);
   RunOptions o;
@@ -213,7 +213,7 @@ TEST(RuntimeTest, LargerWindowConverges) {
 // A window above 1 with several steps' tasks in the space at once: lost, duplicated and late task
 // tuples lose nothing: every version is applied once, none twice, and the loss falls.
 TEST(RuntimeTest, LargerWindowUnderTaskFaults) {
-  nn::JobConfig job = Job("data", 100, 2, 0);
+  JobConfig job = Job("data", 100, 2, 0);
   nn::Model init = *nn::InitialModel(job);
   nn::Dataset data = *nn::LoadDataset(job);
   auto counts = std::make_shared<FaultCounts>();
@@ -246,7 +246,7 @@ TEST(RuntimeTest, LargerWindowUnderTaskFaults) {
 TEST(RuntimeTest, LostProposalsOfMultiShardTasksAreRunAgain) {
   for (const auto& [strategy, task_size] : {std::pair{"chain", 3}, std::pair{"data", 0}}) {
     SCOPED_TRACE(strategy);
-    nn::JobConfig job = Job(strategy, 24, 2, task_size);
+    JobConfig job = Job(strategy, 24, 2, task_size);
     job.train.momentum = 0.5;
     Prepared setup(job);
     auto counts = std::make_shared<FaultCounts>();

@@ -12,9 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "acan/export.h"
 #include "acan/status.h"
 
-namespace acan::nn {
+namespace acan {
 
 // Non-linearity between layers; the last layer is always linear.
 enum class Activation { kRelu, kTanh, kSigmoid, kIdentity };
@@ -31,16 +32,16 @@ enum class InputScale { kAuto, kNone, kUnit };
 // (bitwise the same weights as data with one micro-batch per step).
 enum class Strategy { kTiles, kData, kPipeline, kChain };
 
-std::string_view ToString(Activation a);
-std::string_view ToString(LossKind l);
-std::string_view ToString(DataSource d);
-std::string_view ToString(Strategy s);
-std::string_view ToString(InputScale s);
-Result<Activation> ParseActivation(std::string_view name);
-Result<LossKind> ParseLossKind(std::string_view name);
-Result<DataSource> ParseDataSource(std::string_view name);
-Result<Strategy> ParseStrategy(std::string_view name);
-Result<InputScale> ParseInputScale(std::string_view name);
+ACAN_EXPORT std::string_view ToString(Activation a);
+ACAN_EXPORT std::string_view ToString(LossKind l);
+ACAN_EXPORT std::string_view ToString(DataSource d);
+ACAN_EXPORT std::string_view ToString(Strategy s);
+ACAN_EXPORT std::string_view ToString(InputScale s);
+ACAN_EXPORT Result<Activation> ParseActivation(std::string_view name);
+ACAN_EXPORT Result<LossKind> ParseLossKind(std::string_view name);
+ACAN_EXPORT Result<DataSource> ParseDataSource(std::string_view name);
+ACAN_EXPORT Result<Strategy> ParseStrategy(std::string_view name);
+ACAN_EXPORT Result<InputScale> ParseInputScale(std::string_view name);
 
 struct ModelConfig {
   std::vector<int64_t> layers = {44, 44, 1};  // widths: input, hidden..., output
@@ -51,7 +52,7 @@ struct ModelConfig {
   std::string init = "xavier_uniform";
 };
 
-struct DataConfig {
+struct ACAN_EXPORT DataConfig {
   DataSource source = DataSource::kSynthetic;
   int64_t samples = 100;  // synthetic only: number of samples
   int64_t limit = 0;      // csv, idx, fashion-mnist: 0 = every row, n = the first n rows
@@ -79,7 +80,7 @@ struct DataConfig {
   bool HasTestSplit() const;
 };
 
-struct TrainConfig {
+struct ACAN_EXPORT TrainConfig {
   int64_t epochs = 2;
   int64_t batch = 1;
   double lr = 0.05;
@@ -120,7 +121,7 @@ struct ChaosConfig {
   double crash_interval_steps = 0;
 };
 
-struct JobConfig {
+struct ACAN_EXPORT JobConfig {
   ModelConfig model;
   DataConfig data;
   TrainConfig train;
@@ -134,10 +135,10 @@ struct JobConfig {
 };
 
 // Parses and validates a job file. `source_name` names the text in error messages.
-Result<JobConfig> ParseJobFile(const std::string& path);
-Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_name = "<string>");
+ACAN_EXPORT Result<JobConfig> ParseJobFile(const std::string& path);
+ACAN_EXPORT Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_name = "<string>");
 // Checks ranges and cross-field rules (e.g. csv needs data.path). Called by the parsers; call it
 // again after overriding fields from the command line.
-Status ValidateJob(const JobConfig& job);
+ACAN_EXPORT Status ValidateJob(const JobConfig& job);
 
-}  // namespace acan::nn
+}  // namespace acan
