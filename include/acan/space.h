@@ -94,6 +94,14 @@ class ACAN_EXPORT Space {
   Result<Tuple> Get(std::string_view pattern, Deadline deadline);
   Result<std::vector<Tuple>> Take(std::string_view pattern, size_t max_count, Deadline deadline);
   Result<std::vector<Tuple>> ReadAll(std::string_view pattern, size_t limit = SIZE_MAX);
+  // Conveniences for exactly one key (Pattern::Exactly): its tuples, oldest first.
+  Result<std::optional<Tuple>> Read(const Key& key) { return Read(Pattern::Exactly(key)); }
+  Result<std::vector<Tuple>> Take(const Key& key, size_t max_count, Deadline deadline) {
+    return Take(Pattern::Exactly(key), max_count, deadline);
+  }
+  Result<std::vector<Tuple>> ReadAll(const Key& key, size_t limit = SIZE_MAX) {
+    return ReadAll(Pattern::Exactly(key), limit);
+  }
 };
 
 using SpaceFactory =

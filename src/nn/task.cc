@@ -4,6 +4,15 @@
 
 namespace acan::nn {
 
+Result<TaskType> ParseTaskType(std::string_view name) {
+  for (TaskType t : {TaskType::kForward, TaskType::kActivation, TaskType::kLoss,
+                     TaskType::kBackward, TaskType::kUpdate}) {
+    if (ToString(t) == name) return t;
+  }
+  return Status::InvalidArgument("unknown task type '" + std::string(name) +
+                                 "'; use one of: forward | activation | loss | backward | update");
+}
+
 std::string_view ToString(TaskType t) {
   switch (t) {
     case TaskType::kForward:

@@ -37,6 +37,8 @@ enum class TaskOp {
 };
 
 std::string_view ToString(TaskType t);  // "forward", "activation", "loss", "backward", "update"
+// The type ToString names; InvalidArgument for any other name.
+Result<TaskType> ParseTaskType(std::string_view name);
 std::string_view ToString(TaskOp op);
 
 struct TaskSpec {

@@ -4,6 +4,20 @@
 
 namespace acan::runtime {
 
+ChaosOptions ChaosOptions::FromConfig(const ChaosConfig& c, uint64_t seed) {
+  ChaosOptions o;
+  if (!c.enabled) return o;
+  o.speeds = c.speeds;
+  o.speed_change_s = c.speed_change_s;
+  o.crash_interval_s = c.crash_interval_s;
+  o.crash_probability = c.crash_probability;
+  o.crash_manager = c.crash_manager;
+  o.speed_change_steps = c.speed_change_steps;
+  o.crash_interval_steps = c.crash_interval_steps;
+  o.seed = seed;
+  return o;
+}
+
 ChaosOptions ChaosOptions::InSeconds(double step_s) const {
   ChaosOptions o = *this;
   if (speed_change_steps > 0) o.speed_change_s = speed_change_steps * step_s;

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "acan/job.h"
+
 namespace acan::runtime {
 
 struct ChaosOptions {
@@ -34,6 +36,8 @@ struct ChaosOptions {
   bool relative() const { return speed_change_steps > 0 || crash_interval_steps > 0; }
   // These options with the intervals in seconds, given the median step time.
   ChaosOptions InSeconds(double step_s) const;
+  // A job file's [chaos] section (disabled: no faults), its random draws seeded by `seed`.
+  static ChaosOptions FromConfig(const ChaosConfig& config, uint64_t seed);
 };
 
 struct ChaosActions {

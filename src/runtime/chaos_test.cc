@@ -228,8 +228,9 @@ TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
   o.window = 1;
   o.lease = 200ms;
   o.manager_restart_delay = 1ms;
-  o.kill_manager_after_recovery = 1.25;
-  auto r = RunJob(job, data, init, o);
+  RunHooks hooks;
+  hooks.kill_manager_after_recovery = 1.25;
+  auto r = RunJob(job, data, init, o, hooks);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
   EXPECT_EQ(r->progress.gaps, 0);

@@ -13,42 +13,31 @@
 namespace acan::runtime {
 
 Handler::Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats)
-    : space_(space), layout_(std::move(layout)), options_(std::move(options)), stats_(stats) {}
+    : space_(space),
+      layout_(std::move(layout)),
+      options_(std::move(options)),
+      stats_(stats),
+      env_(options_.env ? options_.env : Env::Default()) {}
 
-std::vector<std::string> Handler::Patterns() const {
+std::vector<Pattern> Handler::Patterns() const {
   if (options_.capabilities.empty()) return {layout_.AnyTaskPattern()};
-  std::vector<std::string> out;
+  std::vector<Pattern> out;
   for (nn::TaskType t : options_.capabilities) out.push_back(layout_.TaskPattern(t));
   return out;
 }
 
-int64_t WallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
-namespace {
-// One notice per handler is enough (the manager looks at every claim on it): a new one replaces
-// any the manager has not read yet, so notices do not pile up while no manager runs.
-Status PutNotice(Space* space, const Layout& layout, int handler) {
-  const std::string key = layout.RestartNotice(handler);
-  (void)space->Take(key, SIZE_MAX, Deadline::Now());
-  return space->Put(key, EncodeDoneMessage(DoneMessage{0, handler, 0, ""}));
-}
-}  // namespace
-
-Status Handler::PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease,
+Status Handler::PutClaim(const Key& claim_key, std::chrono::nanoseconds lease,
                          bool replace) {
   ACAN_RETURN_IF_ERROR(space_->Put(
       claim_key,
-      Value::FromVector(std::vector<int64_t>{options_.incarnation, WallNs() + lease.count()})));
+      Value::FromVector(std::vector<int64_t>{options_.incarnation, env_->WallNs() + lease.count()})));
   if (replace) (void)space_->Take(claim_key, 1, Deadline::Now());  // the oldest: the previous one
   return Status::Ok();
 }
 
 Status Handler::Announce() {
-  const std::string key = layout_.Alive(options_.id);
+  const Key key = layout_.Alive(options_.id);
   auto old = space_->Take(key, 16, Deadline::Now());
   if (!old.ok() && !old.status().IsTimeout()) return old.status();
   ACAN_RETURN_IF_ERROR(
@@ -56,27 +45,13 @@ Status Handler::Announce() {
   if (options_.incarnation > 1) {
     // Back after a crash: tell the manager at once, through the channel it waits on, that any
     // claim of an earlier incarnation of ours is dead.
-    ACAN_RETURN_IF_ERROR(PutNotice(space_, layout_, options_.id));
+    ACAN_RETURN_IF_ERROR(PutRestartNotice(space_, layout_, options_.id));
   }
   return Status::Ok();
 }
 
-Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation) {
-  const std::string key = layout.Alive(handler);
-  auto alive = space->Take(key, 16, Deadline::Now());
-  if (!alive.ok() && !alive.status().IsTimeout()) return alive.status();
-  if (alive.ok()) {
-    for (const Tuple& t : *alive) {  // a newer incarnation's tuple stays
-      auto v = t.value.As<int64_t>();
-      if (v.size() == 1 && v[0] > incarnation) ACAN_RETURN_IF_ERROR(space->Put(key, t.value));
-    }
-  }
-  return PutNotice(space, layout, handler);
-}
-
 void Handler::Run(const std::atomic<bool>& stop) {
-  std::vector<Pattern> patterns;
-  for (const std::string& p : Patterns()) patterns.push_back(Pattern::Parse(p).value());
+  const std::vector<Pattern> patterns = Patterns();
   size_t next = 0;
   while (!stop.load(std::memory_order_relaxed)) {
     int pouch = options_.pouch ? std::max(1, options_.pouch->load(std::memory_order_relaxed)) : 1;
@@ -101,7 +76,7 @@ void Handler::Run(const std::atomic<bool>& stop) {
     if (stop.load(std::memory_order_relaxed)) {
       // Stopped while waiting: a crashed processor takes nothing, so what the wait returned goes
       // back untouched for the others.
-      for (const Tuple& t : *got) (void)space_->Put(t.key.str(), t.value);
+      for (const Tuple& t : *got) (void)space_->Put(t.key, t.value);
       return;
     }
     for (size_t i = 0; i < got->size(); ++i) {
@@ -110,7 +85,7 @@ void Handler::Run(const std::atomic<bool>& stop) {
       // Stopped: the task in hand is lost (or, not started, goes back), the rest of the pouch
       // was never started and goes back for the others.
       for (size_t j = outcome == Outcome::kLost ? i + 1 : i; j < got->size(); ++j) {
-        (void)space_->Put((*got)[j].key.str(), (*got)[j].value);
+        (void)space_->Put((*got)[j].key, (*got)[j].value);
       }
       return;
     }
@@ -163,11 +138,11 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   }
   // Claim it at once, so that from now on a crash here is visible in the space. The claim lasts a
   // few times what this op has been taking here (slowed down as we are now).
-  double speed_now = std::max(1.0, stats_->speed.load(std::memory_order_relaxed));
+  const double speed_now = env_->SlowDown();
   auto ewma = exec_ns_.find(static_cast<int>(m.spec.op));
   const auto lease = std::chrono::nanoseconds(static_cast<int64_t>(std::max(
       double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
-  const std::string claim = layout_.Claim(m.spec.key, options_.id);
+  const Key claim = layout_.Claim(m.spec.key, options_.id);
   if (!PutClaim(claim, lease, false).ok()) return Outcome::kLost;
   if (stop.load(std::memory_order_relaxed)) {
     // Stopped before it began (its death may already have been announced and looked at): as if
@@ -193,30 +168,27 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   if (options_.buffers) {
     for (int64_t n : nn::OutputSizes(m.spec)) outputs.push_back(options_.buffers->Get(size_t(n)));
   }
-  const auto start = Clock::now();
+  const auto start = env_->Now();
   const double cpu0 = options_.trace ? ThreadCpuMs() : 0;
-  Status s = nn::ExecuteTask(m.spec, spans, &outputs);
-  auto exec = Clock::now() - start;
+  // The Env runs the kernel (and, on a slowed processor, waits out the rest of the task's time,
+  // renewing the claim meanwhile).
+  int64_t kernel_ns = 0;
+  bool claim_lost = false;
+  TaskRunContext context;
+  context.stop = &stop;
+  context.renew_every = lease / 2;
+  context.renew = [&] {
+    claim_lost = !PutClaim(claim, lease, true).ok();
+    return !claim_lost;
+  };
+  context.kernel_ns = &kernel_ns;
+  Status s = env_->ExecuteTask(m.spec, spans, &outputs, context);
+  if (claim_lost) return Outcome::kLost;
   const double cpu_ms = options_.trace ? ThreadCpuMs() - cpu0 : 0;
   double& smoothed = exec_ns_[static_cast<int>(m.spec.op)];
-  const double raw_ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(exec).count());
-  smoothed = smoothed == 0 ? raw_ns : 0.8 * smoothed + 0.2 * raw_ns;
-  // A slow processor: stretch the task's time by the speed factor, renewing the claim meanwhile.
-  double speed = stats_->speed.load(std::memory_order_relaxed);
-  if (speed > 1.0) {
-    auto until = start + std::chrono::duration_cast<Clock::duration>(exec * speed);
-    auto renew = start + lease / 2;
-    while (Clock::now() < until && !stop.load(std::memory_order_relaxed)) {
-      if (Clock::now() >= renew) {
-        if (!PutClaim(claim, lease, true).ok()) return Outcome::kLost;
-        renew = Clock::now() + lease / 2;
-      }
-      std::this_thread::sleep_until(
-          std::min({until, renew, Clock::now() + std::chrono::milliseconds(5)}));
-    }
-    exec = Clock::now() - start;
-  }
-  const int64_t exec_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(exec).count();
+  smoothed = smoothed == 0 ? double(kernel_ns) : 0.8 * smoothed + 0.2 * double(kernel_ns);
+  const int64_t exec_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(env_->Now() - start).count();
   if (stop.load(std::memory_order_relaxed)) {
     stats_->lost_ns.fetch_add(exec_ns);
     return Outcome::kLost;  // crashed mid-task: nothing is reported
@@ -224,10 +196,10 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   DoneMessage done{m.attempt, options_.id, exec_ns, ""};
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string key = layout_.Output(m.spec.outputs[i], m.spec.step);
+      Key key = layout_.Output(m.spec.outputs[i], m.spec.step);
       Value value = options_.buffers ? options_.buffers->Wrap(std::move(outputs[i]))
                                      : Value::FromVector(std::move(outputs[i]));
-      Status put = space_->Put(key, std::move(value));
+      Status put = space_->Put(std::move(key), std::move(value));
       if (!put.ok()) return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
     }
   } else {

@@ -18,7 +18,9 @@
 #include "acan/space.h"
 #include "nn/task.h"
 #include "runtime/buffer_pool.h"
+#include "runtime/env.h"
 #include "runtime/layout.h"
+#include "runtime/liveness.h"
 #include "runtime/messages.h"
 #include "runtime/trace.h"
 
@@ -51,13 +53,9 @@ struct HandlerOptions {
   std::shared_ptr<BufferPool> buffers;
   // Where each task execution is recorded as a slice; null: not traced.
   TraceRecorder* trace = nullptr;
+  // The clock and the kernels (a SlowedEnv for a slow processor); null: Env::Default().
+  const Env* env = nullptr;
 };
-
-// What a supervisor does when it sees its handler die (in process, the slot that runs it; across
-// processes it would be the parent that waits for it): withdraws the alive tuple of `incarnation`
-// and tells the manager, which then sends that incarnation's claimed tasks again at once instead of
-// at their deadlines. A handler lost with nobody to see it is found by its lapsed claims instead.
-Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation);
 
 class Handler {
  public:
@@ -88,18 +86,16 @@ class Handler {
   Outcome RunTask(const TaskMessage& task, const std::atomic<bool>& stop);
   bool AlreadyDone(const TaskMessage& task);
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
-  Status PutClaim(const std::string& claim_key, std::chrono::nanoseconds lease, bool replace);
-  std::vector<std::string> Patterns() const;
+  Status PutClaim(const Key& claim_key, std::chrono::nanoseconds lease, bool replace);
+  std::vector<Pattern> Patterns() const;
 
   Space* space_;
   Layout layout_;
   HandlerOptions options_;
   HandlerStats* stats_;
   std::vector<AbandonedTask> abandoned_;
+  const Env* env_;
   std::map<int, double> exec_ns_;  // smoothed execution time per task op, a hint for claims
 };
-
-// The wall clock in nanoseconds: claim leases are compared across threads and processes.
-int64_t WallNs();
 
 }  // namespace acan::runtime

@@ -21,6 +21,7 @@
 #include "runtime/controller.h"
 #include "runtime/progress.h"
 #include "runtime/stall.h"
+#include "runtime/telemetry.h"
 #include "runtime/trace.h"
 
 namespace acan::runtime {
@@ -31,8 +32,6 @@ struct RunOptions {
   int64_t task_size = -1;  // -1: the job's partition.task_size
   std::string space_uri = "mem:";
   std::string job_token = "job";
-  // Wraps the opened space (tests inject faults this way).
-  std::function<std::unique_ptr<Space>(std::unique_ptr<Space>)> wrap_space;
   // Per handler (MIMD): the task types it runs; empty or missing means every type (SIMD).
   std::vector<std::vector<nn::TaskType>> capabilities;
   int pouch = 1;  // tasks a handler takes at once (the manager's pouch is the controller's)
@@ -44,11 +43,6 @@ struct RunOptions {
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;
   bool standby = true;  // run a standby manager beside the active one
-  // Test hook: the active manager is killed once it has completed this many steps (-1: never).
-  int64_t kill_manager_after_step = -1;
-  // Test hook: every manager is killed once it has been active for this multiple (> 1) of its
-  // own recovery time (0: never). A run must still finish: recovery alone moves it forward.
-  double kill_manager_after_recovery = 0;
   std::chrono::milliseconds manager_restart_delay{50};
   // Injected speeds and crashes (the experiments); a crashed handler restarts after this delay.
   ChaosOptions chaos;
@@ -73,6 +67,17 @@ struct RunOptions {
   std::chrono::milliseconds abort_after_stall{0};
 };
 
+// What tests inject into a run, kept apart from the options a user sets.
+struct RunHooks {
+  // Wraps the opened space (faults are injected this way).
+  std::function<std::unique_ptr<Space>(std::unique_ptr<Space>)> wrap_space;
+  // The active manager is killed once it has completed this many steps (-1: never).
+  int64_t kill_manager_after_step = -1;
+  // Every manager is killed once it has been active for this multiple (> 1) of its own recovery
+  // time (0: never). A run must still finish: recovery alone moves it forward.
+  double kill_manager_after_recovery = 0;
+};
+
 // One row of metrics.csv.
 struct MetricsRow {
   double t_s = 0;
@@ -88,21 +93,6 @@ struct MetricsRow {
   std::vector<double> handler_speeds;
   int64_t handler_crashes = 0;
   int64_t manager_crashes = 0;
-};
-
-struct RecoveryStats {
-  // Each manager incarnation's recovery (lease taken -> steps in flight rebuilt and their ready
-  // tasks sent) and the space calls it took.
-  std::vector<double> manager_recovery_ms;
-  std::vector<int64_t> manager_recovery_calls;
-  std::vector<double> handler_ms;    // crash -> the lost task's retransmission completes
-  std::vector<double> lost_task_ms;  // execution time of those retransmissions
-  std::vector<double> manager_ms;    // crash -> the next step completes
-  std::vector<double> task_ms;       // execution time of completed tasks (a sample)
-  // The same per class of task: its key without the step ("mb.m0", "upd.l1.w"), the same task in
-  // every step.
-  std::map<std::string, std::vector<double>> task_ms_by_class;
-  std::vector<std::string> lost_classes;  // the class of each lost task, as handler_ms
 };
 
 struct HandlerReport {
@@ -136,6 +126,6 @@ struct RunResult {
 };
 
 Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
-                         const RunOptions& options);
+                         const RunOptions& options, const RunHooks& hooks = {});
 
 }  // namespace acan::runtime

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <thread>
 #include <unordered_set>
 
@@ -48,7 +47,9 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       job_(job),
       data_(data),
       options_(std::move(options)),
-      lease_(space_, layout_.Lease(), options_.owner, options_.lease),
+      lease_(space_, layout_.Lease().str(), options_.owner, options_.lease),
+      versions_(space_, &layout_, options_.window),
+      liveness_(space_, &layout_, options_.env ? options_.env : Env::Default()),
       controller_([&] {
         ControllerOptions c = options_.controller;
         c.adapt_task_size = options_.adapt_task_size;
@@ -61,6 +62,10 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
 }
 
 Manager::~Manager() = default;
+
+Manager::TaskRun& Manager::TaskAt(const TaskRef& ref) {
+  return active_.at(ref.first).tasks[ref.second];
+}
 
 Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
   auto it = plans_.find(task_size);
@@ -81,7 +86,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
   }
   Progress p;
   ACAN_RETURN_IF_ERROR(space->Put(layout.ManagerState(), Value::FromString(p.ToJson())));
-  return Lease::PutFree(space, layout.Lease());
+  return Lease::PutFree(space, layout.Lease().str());
 }
 
 Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
@@ -117,38 +122,13 @@ Status Manager::LoadState() {
                           : job_->train.batch;
     controller_ = Controller(c);
   }
+  std::vector<std::string> shards;
   for (const nn::ShardSpec& s : plan_->shards()) {
     for (const std::string& key : {s.key, s.momentum_key}) {
-      if (key.empty()) continue;
-      ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_.StatePattern(key)));
-      int64_t best = -1;
-      for (const Tuple& t : all) {
-        std::string_view v = t.key.token(t.key.token_count() - 1).substr(1);
-        int64_t n = -1;
-        std::from_chars(v.data(), v.data() + v.size(), n);
-        best = std::max(best, n);
-      }
-      if (best < 0) {
-        return Status::DataLoss(
-            fmt::format("job '{}': no version of shard '{}' in the space", layout_.job(), key));
-      }
-      version_[key] = best;
+      if (!key.empty()) shards.push_back(key);
     }
   }
-  // Versions no task can read any more (a previous manager may have stopped before dropping
-  // them); the slowest shard decides, as a step's task may still have to read it.
-  const int64_t oldest_needed = MinVersion() + 1 - options_.window;
-  for (const auto& [key, v] : version_) {
-    ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_.StatePattern(key)));
-    for (const Tuple& t : all) {
-      std::string_view tok = t.key.token(t.key.token_count() - 1).substr(1);
-      int64_t n = -1;
-      std::from_chars(tok.data(), tok.data() + tok.size(), n);
-      if (n >= 0 && n < oldest_needed) {
-        (void)space_->Take(t.key.str(), 16, Deadline::Now());
-      }
-    }
-  }
+  ACAN_RETURN_IF_ERROR(versions_.Load(shards));
   next_admit_ = progress_.next_step;
   // A previous manager may have admitted up to `window` + 1 steps, and its handlers may have run
   // their tasks since: look at what is in the space before sending any of them again. Always,
@@ -172,12 +152,6 @@ Status Manager::SaveState() {
     if (!taken.ok() && !taken.status().IsTimeout()) return taken.status();
   }
   return Status::Ok();
-}
-
-int64_t Manager::MinVersion() const {
-  int64_t m = INT64_MAX;
-  for (const auto& [k, v] : version_) m = std::min(m, v);
-  return m;
 }
 
 // ---- dataflow ----
@@ -243,21 +217,21 @@ Status Manager::Recover(ActiveStep& st) {
   for (TaskRun& t : st.tasks) {
     bool done = true;
     for (const std::string& out : t.spec.outputs) {
-      if (nn::Plan::IsStateKey(out) && version_.at(out) > st.step) {
+      if (nn::Plan::IsStateKey(out) && versions_.Current(out) > st.step) {
         continue;  // applied by the previous manager
       }
       ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(layout_.Output(out, st.step)));
       done = done && p.has_value();
     }
-    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key)) > 0;
+    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key).str()) > 0;
     if (!done && !held) {  // a live handler may be running it right now
-      ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
-      held = claim == Claim::kAlive;
+      ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
+      held = claim == ClaimState::kAlive;
     }
     t.dispatched = done || held;
     t.done = done;
     if (t.dispatched && !done) {  // queued or running: a fresh deadline instead of a second copy
-      ++in_flight_;
+      dispatcher_.AddInFlight();
       t.attempt = 1;
       t.sent_at = Clock::now();
       t.deadline = t.sent_at + controller_.Timeout(t.spec);
@@ -270,7 +244,7 @@ Status Manager::Recover(ActiveStep& st) {
       if (!nn::Plan::IsStateKey(out)) {
         for (size_t i : st.waiting[out]) --st.tasks[i].missing;
         st.waiting.erase(out);
-      } else if (version_.at(out) == st.step) {
+      } else if (versions_.Current(out) == st.step) {
         ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
       }
     }
@@ -288,7 +262,7 @@ bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
   const bool update = t.spec.type == nn::TaskType::kUpdate;
   for (const std::string& in : t.spec.inputs) {
     if (!nn::Plan::IsStateKey(in)) continue;
-    const int64_t v = version_.at(in);
+    const int64_t v = versions_.Current(in);
     if (update ? v != st.step && v != st.step + 1 : v < st.step - options_.window + 1) return false;
   }
   return true;
@@ -296,23 +270,16 @@ bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
 
 Status Manager::Dispatch(ActiveStep& st, TaskRun& t, const char* reason) {
   if (reason == nullptr) {
-    t.dispatched = true;  // owned by the pouch from now on, sent or queued
-    if (in_flight_ >= controller_.pouch()) {
-      ready_.emplace_back(st.step, static_cast<size_t>(&t - st.tasks.data()));
-      return Status::Ok();
-    }
-    ++in_flight_;
+    t.dispatched = true;  // owned by the pouch from now on, sent or held back
+    const TaskRef ref{st.step, static_cast<size_t>(&t - st.tasks.data())};
+    if (!dispatcher_.Offer(ref, controller_.pouch())) return Status::Ok();
   }
   return Send(st, t, reason);
 }
 
 Status Manager::SendQueued() {
-  while (!ready_.empty() && in_flight_ < controller_.pouch()) {
-    auto [step, i] = ready_.front();
-    ready_.pop_front();
-    ActiveStep& st = active_.at(step);
-    ++in_flight_;
-    ACAN_RETURN_IF_ERROR(Send(st, st.tasks[i], nullptr));
+  for (const TaskRef& ref : dispatcher_.TakeHeld(controller_.pouch())) {
+    ACAN_RETURN_IF_ERROR(Send(active_.at(ref.first), TaskAt(ref), nullptr));
   }
   return Status::Ok();
 }
@@ -323,11 +290,11 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   input_keys.reserve(t.spec.inputs.size());
   for (const std::string& in : t.spec.inputs) {
     if (!nn::Plan::IsStateKey(in)) {
-      input_keys.push_back(layout_.Tensor(in));
+      input_keys.push_back(layout_.Tensor(in).str());
     } else {
       // An update reads exactly the version it advances; other tasks the newest one.
-      int64_t v = t.spec.type == nn::TaskType::kUpdate ? st.step : version_.at(in);
-      input_keys.push_back(layout_.State(in, v));
+      int64_t v = t.spec.type == nn::TaskType::kUpdate ? st.step : versions_.Current(in);
+      input_keys.push_back(layout_.State(in, v).str());
     }
   }
   t.dispatched = true;
@@ -359,8 +326,13 @@ Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
 }
 
 Status Manager::OnDone(const Tuple& tuple) {
-  std::string task_key(layout_.TaskKeyOfDone(tuple.key.str()));
-  if (layout_.IsRestartNotice(task_key)) return CheckClaimsNow();
+  auto parsed = layout_.Parse(tuple.key);
+  if (parsed.ok() && parsed->kind == KeyKind::kRestartNotice) return CheckClaimsNow();
+  if (!parsed.ok() || parsed->kind != KeyKind::kDone) {
+    spdlog::warn("manager: ignoring tuple '{}': not a done report", tuple.key.str());
+    return Status::Ok();
+  }
+  const std::string& task_key = parsed->task_key;
   auto msg = DecodeDoneMessage(tuple.value);
   if (!msg.ok()) {
     spdlog::warn("manager: ignoring done tuple '{}': {}", tuple.key.str(), msg.status().ToString());
@@ -383,7 +355,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   }
   t.done = true;
   ++st.done;
-  --in_flight_;
+  dispatcher_.OnDone();
   if (options_.on_task_done) options_.on_task_done(t.spec.key, msg->exec_ns);
   progress_.completed++;
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
@@ -396,7 +368,7 @@ Status Manager::OnDone(const Tuple& tuple) {
       if (applied.IsNotFound()) {  // its result was lost: run it again
         t.done = false;
         --st.done;
-        ++in_flight_;
+        dispatcher_.AddInFlight();
         progress_.completed--;
         return Dispatch(st, t, "lost-result");
       }
@@ -409,31 +381,13 @@ Status Manager::OnDone(const Tuple& tuple) {
   return Status::Ok();
 }
 
+// Exactly once: the version store writes version step + 1 only from version step, and only while
+// this manager holds the lease.
 Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
-  int64_t& v = version_.at(key);
-  if (v != step) {
-    if (v < step) progress_.gaps++;  // cannot happen: updates are dispatched at version == step
-    return Status::Ok();             // already applied: a duplicate
-  }
-  // The proposal is read, not taken, until its version is written: a manager that dies in
-  // between leaves it for its successor instead of losing the update.
-  const std::string proposal_key = layout_.Proposal(key, step);
-  ACAN_ASSIGN_OR_RETURN(auto proposal, space_->Read(proposal_key));
-  if (!proposal.has_value()) {
-    return Status::NotFound(
-        fmt::format("the update of '{}' at step {} is not in the space", key, step));
-  }
-  // Compare-and-set: only the lease holder writes versions, and only from version == step. A
-  // version already in the space would mean an update applied twice: counted, never written again.
-  ACAN_RETURN_IF_ERROR(lease_.Keep());
-  ACAN_ASSIGN_OR_RETURN(auto existing, space_->Read(layout_.State(key, step + 1)));
-  if (existing.has_value()) {
-    progress_.repeats++;
-  } else {
-    ACAN_RETURN_IF_ERROR(space_->Put(layout_.State(key, step + 1), proposal->value));
-  }
-  v = step + 1;
-  (void)space_->Take(proposal_key, SIZE_MAX, Deadline::Now());  // applied: it and any copies
+  ACAN_ASSIGN_OR_RETURN(VersionStore::Outcome outcome,
+                        versions_.Apply(key, step, [this] { return lease_.Keep(); }));
+  if (outcome == VersionStore::Outcome::kGap) progress_.gaps++;  // cannot happen: see Ready()
+  if (outcome == VersionStore::Outcome::kRepeat) progress_.repeats++;
   return Status::Ok();
 }
 
@@ -443,12 +397,8 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
 // W = 1, the ones just replaced). Not before: until the last shard is in, the task may have to
 // run again, reading version `step` of all of them.
 void Manager::DropStaleVersions(const TaskRun& t, int64_t step) {
-  const int64_t stale = step + 1 - options_.window;
-  if (stale < 0) return;
   for (const std::string& out : t.spec.outputs) {
-    if (nn::Plan::IsStateKey(out)) {
-      (void)space_->Take(layout_.State(out, stale), 16, Deadline::Now());
-    }
+    if (nn::Plan::IsStateKey(out)) versions_.DropStale(out, step);
   }
 }
 
@@ -465,12 +415,8 @@ Status Manager::DispatchReady() {
 // small ones become ready together (a step's updates), the large ones start on different
 // handlers and the small ones fill in around them.
 Status Manager::Release() {
-  auto work = [&](const std::pair<int64_t, size_t>& r) {
-    return active_.at(r.first).tasks[r.second].work;
-  };
-  std::stable_sort(newly_ready_.begin(), newly_ready_.end(),
-                   [&](const auto& a, const auto& b) { return work(a) > work(b); });
-  std::vector<std::pair<int64_t, size_t>> ready;
+  Dispatcher::BiggestFirst(&newly_ready_, [&](const TaskRef& r) { return TaskAt(r).work; });
+  std::vector<TaskRef> ready;
   ready.swap(newly_ready_);
   for (auto [step, i] : ready) {
     ActiveStep& st = active_.at(step);
@@ -485,13 +431,13 @@ Status Manager::CheckClaimsNow() {
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
       if (t.attempt == 0 || t.done) continue;
-      ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
-      if (claim != Claim::kStale && claim != Claim::kDead) continue;
+      ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
+      if (claim != ClaimState::kStale && claim != ClaimState::kDead) continue;
       // A known death, not a sign of congestion: the timeout stays as it is. Its claims go, so
       // the next notice does not send the new copy again while it waits in the space.
-      DropClaims(t.spec.key);
+      liveness_.DropClaims(t.spec.key);
       ACAN_RETURN_IF_ERROR(
-          Dispatch(st, t, claim == Claim::kDead ? "handler-died" : "handler-restarted"));
+          Dispatch(st, t, claim == ClaimState::kDead ? "handler-died" : "handler-restarted"));
     }
   }
   return Status::Ok();
@@ -503,71 +449,41 @@ Status Manager::CheckDeadlines() {
     for (TaskRun& t : st.tasks) {
       if (t.attempt == 0 || t.done || t.deadline > now) continue;
       // Still queued in the space: nothing was lost, the handlers are just busy. Wait longer.
-      const std::string key = layout_.Task(t.spec.type, t.spec.key);
-      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(key));
+      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key)));
       if (queued.has_value()) {
         t.deadline = now + controller_.Timeout(t.spec);
         continue;
       }
       // Claimed by a live incarnation: slow, not lost (unless it has been far too long).
-      ACAN_ASSIGN_OR_RETURN(Claim claim, ClaimOf(t.spec.key));
+      ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
       const auto timeout = controller_.Timeout(t.spec);
-      if (claim == Claim::kAlive && now - t.sent_at < kHungFactor * timeout) {
+      if (claim == ClaimState::kAlive && now - t.sent_at < kHungFactor * timeout) {
         t.deadline = now + timeout;
         progress_.deadlines_extended++;
         continue;
       }
       controller_.Backoff(t.spec);
-      DropClaims(t.spec.key);
+      liveness_.DropClaims(t.spec.key);
       ACAN_RETURN_IF_ERROR(Dispatch(st, t,
-                                    claim == Claim::kNone     ? "timeout"
-                                    : claim == Claim::kStale  ? "handler-restarted"
-                                    : claim == Claim::kDead   ? "handler-died"
-                                    : claim == Claim::kLapsed ? "claim-lapsed"
-                                                              : "hung"));
+                                    claim == ClaimState::kNone     ? "timeout"
+                                    : claim == ClaimState::kStale  ? "handler-restarted"
+                                    : claim == ClaimState::kDead   ? "handler-died"
+                                    : claim == ClaimState::kLapsed ? "claim-lapsed"
+                                                                   : "hung"));
     }
   }
   return Status::Ok();
 }
 
-void Manager::DropClaims(const std::string& task_key) {
-  for (const Tuple& c : space_->ReadAll(layout_.ClaimPattern(task_key)).value_or({})) {
-    (void)space_->Take(c.key.str(), SIZE_MAX, Deadline::Now());
-  }
-}
-
-Result<Manager::Claim> Manager::ClaimOf(const std::string& task_key) {
-  ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_.ClaimPattern(task_key)));
-  Claim result = Claim::kNone;
-  const int64_t now = WallNs();
-  for (const Tuple& c : claims) {
-    auto v = c.value.As<int64_t>();
-    std::string_view h = c.key.token(c.key.token_count() - 1).substr(1);  // "h<id>"
-    int handler = -1;
-    std::from_chars(h.data(), h.data() + h.size(), handler);
-    if (v.size() != 2 || handler < 0) continue;
-    ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
-    bool current = alive.has_value() && alive->value.As<int64_t>().size() == 1 &&
-                   alive->value.As<int64_t>()[0] == v[0];
-    if (current && v[1] > now) return Claim::kAlive;
-    if (current) {
-      result = Claim::kLapsed;
-    } else if (result == Claim::kNone || result == Claim::kDead) {
-      result = alive.has_value() ? Claim::kStale : Claim::kDead;
-    }
-  }
-  return result;
-}
-
 Status Manager::CleanupStep(const ActiveStep& st) {
-  auto drop = [&](const std::string& key) { (void)space_->Take(key, SIZE_MAX, Deadline::Now()); };
+  auto drop = [&](const Key& key) { (void)space_->Take(key, SIZE_MAX, Deadline::Now()); };
   // Closed first: a handler whose outputs land from now on finds it gone and takes them back.
   drop(layout_.StepOpen(st.step));
   for (const std::string& k : st.inputs) drop(layout_.Tensor(k));
   for (const TaskRun& t : st.tasks) {
     drop(layout_.Task(t.spec.type, t.spec.key));
     for (const Tuple& c : space_->ReadAll(layout_.ClaimPattern(t.spec.key)).value_or({})) {
-      drop(c.key.str());
+      drop(c.key);
     }
     for (const std::string& out : t.spec.outputs) {
       drop(layout_.Output(out, st.step));
@@ -614,8 +530,7 @@ Status Manager::FinalizeSteps() {
     progress_.finished = progress_.next_step >= total_steps_;
     // A version is the number of updates applied to its shard: counted from the versions, so
     // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
-    progress_.versions_applied = 0;
-    for (const auto& [key, v] : version_) progress_.versions_applied += v;
+    progress_.versions_applied = versions_.Applied();
     ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(SaveState());
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
@@ -671,7 +586,7 @@ void Manager::ProbeTasks() {
   nn::Batch batch = batcher_->Get(step);
   std::unordered_map<std::string, std::vector<float>> tensors;
   for (auto& [k, v] : plan_->StepInputs(step, rows, batch.x, batch.t)) tensors[k] = std::move(v);
-  for (const auto& [key, v] : version_) {
+  for (const auto& [key, v] : versions_.versions()) {
     auto t = space_->Read(layout_.State(key, v));
     if (!t.ok() || !t->has_value()) return;
     auto f = (*t)->value.As<float>();
@@ -727,7 +642,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   queued_at_start_.reset();
   ACAN_RETURN_IF_ERROR(FinalizeSteps());
   if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
-  const Pattern done = Pattern::Parse(layout_.DonePattern()).value();
+  const Pattern done = layout_.DonePattern();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
     ACAN_RETURN_IF_ERROR(lease_.Keep());
@@ -762,7 +677,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
 Status Manager::AdmitAhead() {
   bool admitted = false;
   while (static_cast<int64_t>(active_.size()) < options_.window + 1 && next_admit_ < total_steps_ &&
-         MinVersion() >= next_admit_ - options_.window) {
+         versions_.Min() >= next_admit_ - options_.window) {
     const auto begin = Clock::now();
     ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
@@ -778,8 +693,8 @@ Status Manager::AdmitAhead() {
 
 void Manager::ReportFlight() const {
   if (!options_.on_flight) return;
-  options_.on_flight(FlightStatus{progress_.next_step, next_admit_, in_flight_,
-                                  static_cast<int64_t>(ready_.size())});
+  options_.on_flight(FlightStatus{progress_.next_step, next_admit_, dispatcher_.in_flight(),
+                                  static_cast<int64_t>(dispatcher_.held())});
 }
 
 }  // namespace acan::runtime

@@ -31,10 +31,14 @@
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "runtime/controller.h"
+#include "runtime/dispatch.h"
+#include "runtime/env.h"
 #include "runtime/layout.h"
 #include "runtime/lease.h"
+#include "runtime/liveness.h"
 #include "runtime/progress.h"
 #include "runtime/trace.h"
+#include "runtime/version_store.h"
 
 namespace acan::runtime {
 
@@ -71,6 +75,8 @@ struct ManagerOptions {
   std::function<void(const std::string& task_key, int64_t exec_ns)> on_task_done;
   // Where retransmissions and take-overs are recorded; null: not traced.
   TraceRecorder* trace = nullptr;
+  // The wall clock that claims are compared with; null: Env::Default().
+  const Env* env = nullptr;
 };
 
 class Manager {
@@ -115,25 +121,18 @@ class Manager {
   Status OnDone(const Tuple& done);
   Status ApplyUpdate(const std::string& key, int64_t step);
   void DropStaleVersions(const TaskRun& task, int64_t step);
+  TaskRun& TaskAt(const TaskRef& ref);
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
   Status DispatchReady();
   Status Release();
   Status CheckDeadlines();
   Status CheckClaimsNow();
-  // Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed (its
-  // handler stopped: lost), only claims of restarted incarnations (lost), or only claims of
-  // handlers announced dead (lost).
-  enum class Claim { kNone, kAlive, kLapsed, kStale, kDead };
-  Result<Claim> ClaimOf(const std::string& task_key);
-  // Removes every claim on a task about to be sent again (none is live then, or it is hung).
-  void DropClaims(const std::string& task_key);
   // A claimed task is sent again anyway after this many timeouts (a hung handler).
   static constexpr int kHungFactor = 16;
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
   Status CleanupLeftStep();
   Clock::time_point NextWake() const;
-  int64_t MinVersion() const;
   Result<const nn::Plan*> PlanFor(int64_t task_size);
 
   Space* space_;
@@ -142,20 +141,20 @@ class Manager {
   const nn::Dataset* data_;
   ManagerOptions options_;
   Lease lease_;
+  VersionStore versions_;
+  Liveness liveness_;
+  Dispatcher dispatcher_;
   Controller controller_;
   std::unique_ptr<nn::Batcher> batcher_;
   std::map<int64_t, nn::Plan> plans_;  // by task size
   const nn::Plan* plan_ = nullptr;     // the plan new steps use
   int64_t total_steps_ = 0;
 
-  Progress progress_;                                 // persisted in the state tuple
-  std::unordered_map<std::string, int64_t> version_;  // shard key -> current version
+  Progress progress_;  // persisted in the state tuple
   std::map<int64_t, ActiveStep> active_;
-  std::unordered_map<std::string, std::pair<int64_t, size_t>> task_index_;  // key -> step, index
+  std::unordered_map<std::string, TaskRef> task_index_;  // task key -> step, index
   int64_t next_admit_ = 0;
-  int64_t in_flight_ = 0;                         // sent, not yet done
-  std::deque<std::pair<int64_t, size_t>> ready_;  // fresh tasks waiting for room in the pouch
-  std::vector<std::pair<int64_t, size_t>> newly_ready_;  // ready, to be released biggest first
+  std::vector<TaskRef> newly_ready_;  // ready, to be released biggest first
   int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
   // The task tuples in the space when this incarnation began recovering (its predecessor's).
   std::optional<std::unordered_set<std::string>> queued_at_start_;

@@ -70,8 +70,8 @@ struct Prepared {
 };
 
 RunResult RunDistributed(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
-                         RunOptions options) {
-  auto r = RunJob(job, data, init, options);
+                         RunOptions options, const RunHooks& hooks = {}) {
+  auto r = RunJob(job, data, init, options, hooks);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? std::move(r).value() : RunResult{};
 }
@@ -115,10 +115,11 @@ RunResult RunWithFaults(const JobConfig& job, const nn::Model& init, const nn::D
   o.handlers = 3;
   o.controller.min_timeout = 150ms;  // far above any task here: no spurious retransmission
   o.controller.initial_timeout = 300ms;
-  o.wrap_space = [=](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+  RunHooks hooks;
+  hooks.wrap_space = [=](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
     return std::make_unique<FaultSpace>(std::move(inner), faults, counts);
   };
-  return RunDistributed(job, init, data, o);
+  return RunDistributed(job, init, data, o, hooks);
 }
 
 TEST(RuntimeTest, EveryLostTupleIsRetransmittedOnce) {
@@ -168,10 +169,11 @@ TEST(RuntimeTest, KilledManagerIsReplacedAndTheResultIsUnchanged) {
     o.handlers = 2;
     o.lease = 100ms;
     o.standby = standby;
-    o.kill_manager_after_step = 7;
+    RunHooks hooks;
+    hooks.kill_manager_after_step = 7;
     // With a standby, the killed one comes back too late: the standby must take over.
     o.manager_restart_delay = standby ? 400ms : 10ms;
-    RunResult r = RunDistributed(job, init, data, o);
+    RunResult r = RunDistributed(job, init, data, o, hooks);
     EXPECT_EQ(nn::ModelSha256(r.model), ref.sha) << "standby " << standby;
     ExpectInvariants(r, job);
     EXPECT_EQ(r.manager_crashes, 1);
@@ -228,10 +230,11 @@ TEST(RuntimeTest, LargerWindowUnderTaskFaults) {
   o.window = 4;
   o.controller.min_timeout = 150ms;
   o.controller.initial_timeout = 300ms;
-  o.wrap_space = [=](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+  RunHooks hooks;
+  hooks.wrap_space = [=](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
     return std::make_unique<FaultSpace>(std::move(inner), f, counts);
   };
-  RunResult r = RunDistributed(job, init, data, o);
+  RunResult r = RunDistributed(job, init, data, o, hooks);
   ExpectInvariants(r, job);
   EXPECT_GT(counts->dropped.load() + counts->duplicated.load() + counts->delayed.load(), 0);
   ASSERT_EQ(r.progress.epochs.size(), 2u);

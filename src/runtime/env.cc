@@ -1,0 +1,102 @@
+#include "runtime/env.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "nn/executor.h"
+
+namespace acan::runtime {
+
+namespace {
+
+int64_t RealWallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status RunKernel(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
+                 std::vector<std::vector<float>>* outputs, const TaskRunContext& context) {
+  const auto start = Clock::now();
+  Status s = nn::ExecuteTask(spec, inputs, outputs);
+  if (context.kernel_ns) {
+    *context.kernel_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  }
+  return s;
+}
+
+class DefaultEnv final : public Env {
+ public:
+  Clock::time_point Now() const override { return Clock::now(); }
+  int64_t WallNs() const override { return RealWallNs(); }
+  void SleepUntil(Clock::time_point t) const override { std::this_thread::sleep_until(t); }
+  double SlowDown() const override { return 1.0; }
+  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
+                     std::vector<std::vector<float>>* outputs,
+                     const TaskRunContext& context) const override {
+    return RunKernel(spec, inputs, outputs, context);
+  }
+};
+
+}  // namespace
+
+const Env* Env::Default() {
+  static const DefaultEnv env;
+  return &env;
+}
+
+double SlowedEnv::SlowDown() const {
+  return std::max(1.0, speed_->load(std::memory_order_relaxed)) * target()->SlowDown();
+}
+
+Status SlowedEnv::ExecuteTask(const nn::TaskSpec& spec,
+                              std::span<const std::span<const float>> inputs,
+                              std::vector<std::vector<float>>* outputs,
+                              const TaskRunContext& context) const {
+  const auto start = Now();
+  Status s = target()->ExecuteTask(spec, inputs, outputs, context);
+  const double speed = speed_->load(std::memory_order_relaxed);
+  if (speed <= 1.0) return s;
+  const auto until = start + std::chrono::duration_cast<Clock::duration>((Now() - start) * speed);
+  auto renew = context.renew_every.count() > 0
+                   ? start + context.renew_every
+                   : Clock::time_point::max();
+  auto stopped = [&] { return context.stop && context.stop->load(std::memory_order_relaxed); };
+  while (Now() < until && !stopped()) {
+    if (Now() >= renew) {
+      if (context.renew && !context.renew()) break;
+      renew = Now() + context.renew_every;
+    }
+    SleepUntil(std::min({until, renew, Now() + std::chrono::milliseconds(5)}));
+  }
+  return s;
+}
+
+ManualEnv::ManualEnv() : now_ns_(int64_t{1} << 40), wall_base_ns_(RealWallNs()) {}
+
+Clock::time_point ManualEnv::Now() const {
+  return Clock::time_point(std::chrono::nanoseconds(now_ns_.load()));
+}
+
+int64_t ManualEnv::WallNs() const { return wall_base_ns_ + now_ns_.load(); }
+
+void ManualEnv::SleepUntil(Clock::time_point t) const {
+  const int64_t target = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  int64_t now = now_ns_.load();
+  while (now < target && !now_ns_.compare_exchange_weak(now, target)) {
+  }
+}
+
+void ManualEnv::Advance(std::chrono::nanoseconds d) const { now_ns_.fetch_add(d.count()); }
+
+Status ManualEnv::ExecuteTask(const nn::TaskSpec& spec,
+                              std::span<const std::span<const float>> inputs,
+                              std::vector<std::vector<float>>* outputs,
+                              const TaskRunContext& context) const {
+  Status s = RunKernel(spec, inputs, outputs, context);
+  Advance(task_time_);
+  return s;
+}
+
+}  // namespace acan::runtime

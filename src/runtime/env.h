@@ -1,0 +1,116 @@
+// Env: what the runtime asks of the world around it (the time, sleeping, and running a task's
+// kernel) behind one seam, as LevelDB's Env. Production code uses Env::Default(); tests drive time
+// with a ManualEnv instead of sleeping, and the experiments' slow processors are a wrapper
+// (SlowedEnv) over the kernel instead of branches inside the handler.
+//
+// Thread-safety: Default() and SlowedEnv may be used from any number of threads; a ManualEnv's
+// clock is atomic, so threads may read it while a test advances it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "acan/clock.h"
+#include "acan/status.h"
+#include "nn/task.h"
+
+namespace acan::runtime {
+
+// What a task's execution may use besides its inputs.
+struct TaskRunContext {
+  const std::atomic<bool>* stop = nullptr;  // set: the processor crashed; stop as soon as possible
+  // Renews the task's claim (false: it could not, give up). An Env that makes a task take longer
+  // than its kernel calls it every `renew_every`.
+  std::function<bool()> renew;
+  std::chrono::nanoseconds renew_every{0};
+  int64_t* kernel_ns = nullptr;  // out: the kernel's own time, before any slow-down
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // The process-wide Env: the steady and wall clocks, real sleeps, the kernels at full speed.
+  static const Env* Default();
+
+  virtual Clock::time_point Now() const = 0;
+  // The wall clock in nanoseconds since the epoch: claim leases compare it across processes.
+  virtual int64_t WallNs() const = 0;
+  virtual void SleepUntil(Clock::time_point t) const = 0;
+  // How many times slower than its kernel a task runs here (1: full speed).
+  virtual double SlowDown() const = 0;
+  // Runs a task's kernel (nn::ExecuteTask), and whatever else this Env makes of it.
+  virtual Status ExecuteTask(const nn::TaskSpec& spec,
+                             std::span<const std::span<const float>> inputs,
+                             std::vector<std::vector<float>>* outputs,
+                             const TaskRunContext& context) const = 0;
+};
+
+// Forwards every call to another Env; a subclass overrides only what it changes.
+class EnvWrapper : public Env {
+ public:
+  // REQUIRES: `target` outlives the wrapper.
+  explicit EnvWrapper(const Env* target) : target_(target) {}
+  Clock::time_point Now() const override { return target_->Now(); }
+  int64_t WallNs() const override { return target_->WallNs(); }
+  void SleepUntil(Clock::time_point t) const override { target_->SleepUntil(t); }
+  double SlowDown() const override { return target_->SlowDown(); }
+  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
+                     std::vector<std::vector<float>>* outputs,
+                     const TaskRunContext& context) const override {
+    return target_->ExecuteTask(spec, inputs, outputs, context);
+  }
+
+ protected:
+  const Env* target() const { return target_; }
+
+ private:
+  const Env* target_;
+};
+
+// A slow processor (the experiments' speed factors): a task takes `*speed` times its kernel's
+// time. The kernel runs at full speed, then the rest is waited out, renewing the claim on the way
+// and ending early when the processor crashes (the result is lost then anyway).
+class SlowedEnv : public EnvWrapper {
+ public:
+  // REQUIRES: `speed` outlives the Env; it may change at any time (read before every task).
+  SlowedEnv(const Env* target, const std::atomic<double>* speed)
+      : EnvWrapper(target), speed_(speed) {}
+  double SlowDown() const override;
+  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
+                     std::vector<std::vector<float>>* outputs,
+                     const TaskRunContext& context) const override;
+
+ private:
+  const std::atomic<double>* speed_;
+};
+
+// A clock that moves only when told (tests): Now() starts at an arbitrary point and SleepUntil
+// jumps to its target; WallNs() moves with it. Kernels run for real, taking no time on this clock
+// unless `task_time` is set.
+class ManualEnv : public Env {
+ public:
+  ManualEnv();
+  Clock::time_point Now() const override;
+  int64_t WallNs() const override;
+  void SleepUntil(Clock::time_point t) const override;
+  double SlowDown() const override { return 1.0; }
+  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
+                     std::vector<std::vector<float>>* outputs,
+                     const TaskRunContext& context) const override;
+
+  void Advance(std::chrono::nanoseconds d) const;
+  // Each task advances the clock by this much (0: none).
+  void set_task_time(std::chrono::nanoseconds d) { task_time_ = d; }
+
+ private:
+  mutable std::atomic<int64_t> now_ns_;
+  const int64_t wall_base_ns_;
+  std::chrono::nanoseconds task_time_{0};
+};
+
+}  // namespace acan::runtime

@@ -1,0 +1,52 @@
+// Liveness: who is running a task, as the space tells it. A handler holds a claim tuple while it
+// runs a task (<job>.claim.<task>.h<id>: its incarnation and when the claim lapses) and announces
+// each incarnation (<job>.alive.h<id>); a supervisor that sees a handler die withdraws its alive
+// tuple and leaves a restart notice where the manager waits for done reports. From these the
+// manager tells a slow task (a live claim: wait) from a lost one (send again) long before a
+// generous timeout would. Liveness is not thread-safe (one manager uses one); AnnounceDeath and
+// PutRestartNotice may be called from any thread.
+#pragma once
+
+#include <string_view>
+
+#include "acan/space.h"
+#include "runtime/env.h"
+#include "runtime/layout.h"
+
+namespace acan::runtime {
+
+// Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed under a live
+// incarnation (its handler stopped: lost), only claims of restarted incarnations (lost), or only
+// claims of handlers announced dead (lost).
+enum class ClaimState { kNone, kAlive, kLapsed, kStale, kDead };
+std::string_view ToString(ClaimState state);
+
+class Liveness {
+ public:
+  // REQUIRES: `space`, `layout` and `env` outlive it.
+  Liveness(Space* space, const Layout* layout, const Env* env)
+      : space_(space), layout_(layout), env_(env) {}
+
+  // The best claim on `task_key`: kAlive if any is; else kLapsed, kStale, kDead in that order.
+  Result<ClaimState> ClaimOf(std::string_view task_key);
+  // Removes every claim on a task about to be sent again (none is live then, or it is hung).
+  void DropClaims(std::string_view task_key);
+
+ private:
+  Space* space_;
+  const Layout* layout_;
+  const Env* env_;
+};
+
+// One notice per handler is enough (the manager looks at every claim on it): a new one replaces
+// any the manager has not read yet, so notices do not pile up while no manager runs.
+Status PutRestartNotice(Space* space, const Layout& layout, int handler);
+
+// What a supervisor does when it sees its handler die (in process, the slot that runs it; across
+// processes the parent that waits for it): withdraws the alive tuple of `incarnation` (a newer
+// one stays) and tells the manager, which then sends that incarnation's claimed tasks again at once
+// instead of at their deadlines. A handler lost with nobody to see it is found by its lapsed
+// claims instead.
+Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation);
+
+}  // namespace acan::runtime

@@ -1,0 +1,113 @@
+#include "runtime/telemetry.h"
+
+#include <algorithm>
+
+#include "runtime/layout.h"
+
+namespace acan::runtime {
+
+namespace {
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+}  // namespace
+
+Telemetry::Telemetry(const Env* env) : env_(env) {}
+
+void Telemetry::OnStep(const Progress& p, const ControllerSnapshot& c) {
+  std::lock_guard lock(mu_);
+  progress_ = p;
+  controller_ = c;
+  last_step_at_ = env_->Now();
+  if (step_times_.size() < 1024) step_times_.push_back(last_step_at_);
+  if (step_hook_ && int64_t(step_times_.size()) == step_hook_at_) step_hook_();
+  for (auto t : manager_crashes_) recovery_.manager_ms.push_back(Ms(last_step_at_ - t));
+  manager_crashes_.clear();
+}
+
+void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns) {
+  std::lock_guard lock(mu_);
+  const std::string cls = Layout::TaskClass(key);
+  if (recovery_.task_ms.size() < 100000) recovery_.task_ms.push_back(double(exec_ns) / 1e6);
+  std::vector<double>& of_class = recovery_.task_ms_by_class[cls];
+  if (of_class.size() < 20000) of_class.push_back(double(exec_ns) / 1e6);
+  auto it = lost_.find(key);
+  if (it != lost_.end()) {
+    recovery_.handler_ms.push_back(Ms(env_->Now() - it->second));
+    recovery_.lost_task_ms.push_back(double(exec_ns) / 1e6);
+    recovery_.lost_classes.push_back(cls);
+    lost_.erase(it);
+  }
+}
+
+void Telemetry::OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost,
+                               Clock::time_point at) {
+  std::lock_guard lock(mu_);
+  for (const auto& t : lost) lost_.emplace(t.key, at);
+}
+
+void Telemetry::OnManagerCrash() {
+  std::lock_guard lock(mu_);
+  manager_crashes_.push_back(env_->Now());
+}
+
+void Telemetry::SetStepHook(int64_t n, std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  step_hook_at_ = n;
+  step_hook_ = std::move(hook);
+}
+
+void Telemetry::OnActive(int slot) {
+  std::lock_guard lock(mu_);
+  ++incarnations_;
+  active_slot_ = slot;
+}
+
+void Telemetry::OnFlight(const FlightStatus& f) {
+  std::lock_guard lock(mu_);
+  flight_ = f;
+}
+
+void Telemetry::OnRecovered(std::chrono::nanoseconds took, int64_t calls) {
+  std::lock_guard lock(mu_);
+  recovery_.manager_recovery_ms.push_back(Ms(took));
+  recovery_.manager_recovery_calls.push_back(calls);
+}
+
+std::optional<double> Telemetry::MedianStepS(int64_t n) const {
+  std::lock_guard lock(mu_);
+  if (n < 1 || int64_t(step_times_.size()) < n + 1) return std::nullopt;
+  std::vector<double> gaps;
+  for (int64_t i = 0; i < n; ++i) {
+    gaps.push_back(std::chrono::duration<double>(step_times_[i + 1] - step_times_[i]).count());
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + n / 2, gaps.end());
+  return gaps[n / 2];
+}
+
+StallReport Telemetry::Stall(Clock::time_point run_start) const {
+  std::lock_guard lock(mu_);
+  StallReport r;
+  const auto now = env_->Now();
+  r.t_s = std::chrono::duration<double>(now - run_start).count();
+  r.stalled_s = std::chrono::duration<double>(now - std::max(run_start, last_step_at_)).count();
+  r.manager_slot = active_slot_;
+  r.manager_incarnations = incarnations_;
+  r.flight = flight_;
+  return r;
+}
+
+Clock::time_point Telemetry::last_step_at() const {
+  std::lock_guard lock(mu_);
+  return last_step_at_;
+}
+
+std::pair<Progress, ControllerSnapshot> Telemetry::Latest() const {
+  std::lock_guard lock(mu_);
+  return {progress_, controller_};
+}
+
+RecoveryStats Telemetry::recovery() const {
+  std::lock_guard lock(mu_);
+  return recovery_;
+}
+
+}  // namespace acan::runtime

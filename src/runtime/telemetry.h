@@ -1,0 +1,85 @@
+// Telemetry: what a run's threads report while it goes (the latest progress and controller state,
+// task times by class, crash-to-recovery times, each manager incarnation's recovery, the steps'
+// completion times) and what the run reads back from it (the metrics rows, stall reports, the
+// chaos calibration). Times come from an Env, so a test drives them. Thread-safe: every method
+// takes one lock.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/controller.h"
+#include "runtime/env.h"
+#include "runtime/handler.h"
+#include "runtime/manager.h"
+#include "runtime/progress.h"
+#include "runtime/stall.h"
+
+namespace acan::runtime {
+
+struct RecoveryStats {
+  // Each manager incarnation's recovery (lease taken -> steps in flight rebuilt and their ready
+  // tasks sent) and the space calls it took.
+  std::vector<double> manager_recovery_ms;
+  std::vector<int64_t> manager_recovery_calls;
+  std::vector<double> handler_ms;    // crash -> the lost task's retransmission completes
+  std::vector<double> lost_task_ms;  // execution time of those retransmissions
+  std::vector<double> manager_ms;    // crash -> the next step completes
+  std::vector<double> task_ms;       // execution time of completed tasks (a sample)
+  // The same per class of task: its key without the step ("mb.m0", "upd.l1.w"), the same task in
+  // every step.
+  std::map<std::string, std::vector<double>> task_ms_by_class;
+  std::vector<std::string> lost_classes;  // the class of each lost task, as handler_ms
+};
+
+class Telemetry {
+ public:
+  // REQUIRES: `env` outlives it.
+  explicit Telemetry(const Env* env = Env::Default());
+
+  // A step completed (on the manager's thread): its progress and the controller's state.
+  void OnStep(const Progress& p, const ControllerSnapshot& c);
+  // A task completed for the first time, after `exec_ns` of execution.
+  void OnTaskDone(const std::string& task_key, int64_t exec_ns);
+  // A handler crashed at `at`, losing these tasks: their redo's completion is timed from `at`.
+  void OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost, Clock::time_point at);
+  // The active manager crashed now: the next step's completion is timed from now.
+  void OnManagerCrash();
+  // Calls `hook` (on the manager's thread) when the n-th step completes.
+  void SetStepHook(int64_t n, std::function<void()> hook);
+  void OnActive(int slot);
+  void OnFlight(const FlightStatus& f);
+  void OnRecovered(std::chrono::nanoseconds took, int64_t calls);
+
+  // The median time between the first `n` + 1 step completions, once there are that many.
+  std::optional<double> MedianStepS(int64_t n) const;
+  // A stall report without the space's census and the crash counts, which others know.
+  StallReport Stall(Clock::time_point run_start) const;
+  Clock::time_point last_step_at() const;
+  std::pair<Progress, ControllerSnapshot> Latest() const;
+  RecoveryStats recovery() const;
+
+ private:
+  const Env* env_;
+  mutable std::mutex mu_;
+  Progress progress_;
+  ControllerSnapshot controller_;
+  RecoveryStats recovery_;
+  std::unordered_map<std::string, Clock::time_point> lost_;
+  std::vector<Clock::time_point> manager_crashes_;
+  Clock::time_point last_step_at_;
+  std::vector<Clock::time_point> step_times_;  // of the first steps (the chaos calibration)
+  int64_t incarnations_ = 0;
+  int active_slot_ = -1;
+  FlightStatus flight_;
+  int64_t step_hook_at_ = 0;
+  std::function<void()> step_hook_;
+};
+
+}  // namespace acan::runtime

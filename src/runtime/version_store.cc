@@ -1,0 +1,79 @@
+#include "runtime/version_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+
+namespace acan::runtime {
+
+Status VersionStore::Load(const std::vector<std::string>& shards) {
+  versions_.clear();
+  std::map<std::string, std::vector<std::pair<Key, int64_t>>> found;
+  for (const std::string& shard : shards) {
+    ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_->StatePattern(shard)));
+    int64_t best = -1;
+    for (const Tuple& t : all) {
+      auto parsed = layout_->Parse(t.key);
+      if (!parsed.ok() || parsed->kind != KeyKind::kState) continue;
+      best = std::max(best, parsed->version);
+      found[shard].emplace_back(t.key, parsed->version);
+    }
+    if (best < 0) {
+      return Status::DataLoss(
+          fmt::format("job '{}': no version of shard '{}' in the space", layout_->job(), shard));
+    }
+    versions_[shard] = best;
+  }
+  const int64_t oldest_needed = Min() + 1 - window_;
+  for (const auto& [shard, keys] : found) {
+    for (const auto& [key, version] : keys) {
+      if (version < oldest_needed) (void)space_->Take(key, 16, Deadline::Now());
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t VersionStore::Min() const {
+  int64_t m = INT64_MAX;
+  for (const auto& [k, v] : versions_) m = std::min(m, v);
+  return m;
+}
+
+int64_t VersionStore::Applied() const {
+  int64_t sum = 0;
+  for (const auto& [k, v] : versions_) sum += v;
+  return sum;
+}
+
+Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int64_t step,
+                                                  const std::function<Status()>& before_write) {
+  int64_t& v = versions_.at(shard);
+  if (v > step) return Outcome::kDuplicate;
+  if (v < step) return Outcome::kGap;
+  const Key proposal_key = layout_->Proposal(shard, step);
+  ACAN_ASSIGN_OR_RETURN(auto proposal, space_->Read(proposal_key));
+  if (!proposal.has_value()) {
+    return Status::NotFound(
+        fmt::format("the update of '{}' at step {} is not in the space", shard, step));
+  }
+  if (before_write) ACAN_RETURN_IF_ERROR(before_write());
+  const Key next = layout_->State(shard, step + 1);
+  ACAN_ASSIGN_OR_RETURN(auto existing, space_->Read(next));
+  Outcome outcome = Outcome::kApplied;
+  if (existing.has_value()) {
+    outcome = Outcome::kRepeat;
+  } else {
+    ACAN_RETURN_IF_ERROR(space_->Put(next, proposal->value));
+  }
+  v = step + 1;
+  (void)space_->Take(proposal_key, SIZE_MAX, Deadline::Now());  // applied: it and any copies
+  return outcome;
+}
+
+void VersionStore::DropStale(const std::string& shard, int64_t step) {
+  const int64_t stale = step + 1 - window_;
+  if (stale >= 0) (void)space_->Take(layout_->State(shard, stale), 16, Deadline::Now());
+}
+
+}  // namespace acan::runtime

@@ -1,0 +1,63 @@
+// The version store: the manager's view of every parameter and velocity shard's version in the
+// space (<job>.p.<shard>.v<version>; the version is the number of updates applied) and the one
+// place that writes a new version. An update of step s applies only to version s and yields s + 1
+// (compare-and-set); any other version means a duplicate, which is never written again. With
+// window W a task of step t reads a version >= t - W + 1, so older versions are dropped as soon as
+// nothing can read them (DESIGN.md section 5). Not thread-safe: one manager owns one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "acan/space.h"
+#include "runtime/layout.h"
+
+namespace acan::runtime {
+
+class VersionStore {
+ public:
+  // REQUIRES: `space` and `layout` outlive it; window >= 1.
+  VersionStore(Space* space, const Layout* layout, int64_t window)
+      : space_(space), layout_(layout), window_(window) {}
+
+  // Finds the newest version of each shard in the space (DataLoss naming a shard that has none),
+  // then drops the versions no task can read any more (a predecessor may have stopped before it
+  // dropped them): the slowest shard decides, as a step's task may still have to read it.
+  Status Load(const std::vector<std::string>& shards);
+
+  // The current version of a loaded shard. REQUIRES: Load named it.
+  int64_t Current(const std::string& shard) const { return versions_.at(shard); }
+  // The slowest shard's version (INT64_MAX with no shard).
+  int64_t Min() const;
+  // Updates applied over every shard: the sum of the versions.
+  int64_t Applied() const;
+  const std::map<std::string, int64_t>& versions() const { return versions_; }
+
+  enum class Outcome {
+    kApplied,    // version step + 1 written from the proposal
+    kDuplicate,  // the shard is past `step` already: nothing to do
+    kRepeat,     // version step + 1 was in the space already (an update applied twice: counted)
+    kGap,        // the shard is behind `step` (an update dispatched too early: counted)
+  };
+  // Applies the proposal of `step` to `shard` if the shard is at version `step`: reads (does not
+  // take) the proposal, calls `before_write` (the lease check), writes version step + 1, and only
+  // then removes the proposal, so a manager that dies in between leaves it to its successor.
+  // NotFound when the proposal is not in the space (its result was lost: run the task again).
+  Result<Outcome> Apply(const std::string& shard, int64_t step,
+                        const std::function<Status()>& before_write);
+
+  // Once every shard a task of `step` writes is at step + 1, the version step + 1 - W of each of
+  // them can go (its buffer back to the pool while still warm).
+  void DropStale(const std::string& shard, int64_t step);
+
+ private:
+  Space* space_;
+  const Layout* layout_;
+  int64_t window_;
+  std::map<std::string, int64_t> versions_;
+};
+
+}  // namespace acan::runtime
