@@ -71,6 +71,7 @@ void Handler::Run(const std::atomic<bool>& stop) {
     }
     if (!got.ok()) {
       if (got.status().IsCancelled()) return;
+      if (options_.until && options_.until()) return;
       continue;
     }
     if (stop.load(std::memory_order_relaxed)) {

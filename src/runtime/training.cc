@@ -23,6 +23,10 @@ RunOptions RunOptionsFromJob(const JobConfig& job) {
   return o;
 }
 
+bool AdaptsTaskSize(const JobConfig& job) {
+  return job.partition.task_size == 0 && job.partition.strategy != Strategy::kChain;
+}
+
 TrainProgress ToTrainProgress(const Progress& p, int64_t steps_per_epoch, int64_t epochs) {
   TrainProgress out;
   out.step = p.next_step;
@@ -180,10 +184,7 @@ Result<TrainResult> Train(const JobConfig& job, const TrainOptions& options) {
   runtime::RunOptions o = runtime::RunOptionsFromJob(resolved);
   ACAN_ASSIGN_OR_RETURN(Key token, Key::Parse(options.job_id));
   o.job_token = token.str();
-  // task_size = 0 in the job file: the controller chooses (and may change) it. A chain's task
-  // size fixes what a step is, so it is chosen once (Plan::ChainSteps).
-  o.adapt_task_size =
-      job.partition.task_size == 0 && job.partition.strategy != Strategy::kChain;
+  o.adapt_task_size = runtime::AdaptsTaskSize(job);
   if (options.trace) o.trace = std::make_shared<runtime::TraceRecorder>();
   o.pin_handlers = options.pin_handlers;
   runtime::TrainSettings s;

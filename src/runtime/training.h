@@ -31,6 +31,10 @@ namespace runtime {
 // by train.seed. The one copy from the job file into the runtime's options.
 RunOptions RunOptionsFromJob(const JobConfig& job);
 
+// True when the controller chooses (and may change) the task size: partition.task_size = 0,
+// except for the chain strategy, whose task size fixes what a step is (chosen once).
+bool AdaptsTaskSize(const JobConfig& job);
+
 // What a training run does besides running the job.
 struct TrainSettings {
   std::optional<nn::Model> init;  // the initial model; unset: init_path, else the job's

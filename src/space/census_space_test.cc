@@ -5,7 +5,7 @@
 #include <map>
 #include <random>
 
-#include "space/space_conformance.h"
+#include "acan/testing/space_conformance.h"
 
 namespace acan::testing {
 namespace {

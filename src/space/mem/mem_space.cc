@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
 #include <thread>
 
+#include "space/space_wrapper.h"
 #include "space/uri_internal.h"
 
 namespace acan::mem {
@@ -232,19 +235,77 @@ SpaceStats MemSpace::Stats() const {
   return stats_.Snapshot(index_.size(), bytes_);
 }
 
+namespace {
+
+// A handle on a named in-process space (mem:?name=NAME): every handle of a name shares one MemSpace,
+// which lives as long as its last handle. Close() closes the shared space for every handle.
+class NamedMemSpace final : public SpaceWrapper {
+ public:
+  NamedMemSpace(std::string uri, std::shared_ptr<MemSpace> shared)
+      : SpaceWrapper(shared.get()), uri_(std::move(uri)), shared_(std::move(shared)) {}
+  const std::string& uri() const override { return uri_; }
+
+ private:
+  std::string uri_;
+  std::shared_ptr<MemSpace> shared_;
+};
+
+struct NamedSpaces {
+  std::mutex mu;
+  std::map<std::string, std::pair<std::weak_ptr<MemSpace>, SpaceOptions>> by_name;
+};
+
+NamedSpaces& Named() {
+  static NamedSpaces* spaces = new NamedSpaces;  // never destroyed: handles may outlive main
+  return *spaces;
+}
+
+bool SameOptions(const SpaceOptions& a, const SpaceOptions& b) {
+  return a.max_value_bytes == b.max_value_bytes && a.max_total_bytes == b.max_total_bytes &&
+         a.spin == b.spin;
+}
+
+}  // namespace
+
 Status RegisterMemSpace() {
   return RegisterSpaceScheme(
       "mem", [](std::string_view uri, const SpaceOptions& base) -> Result<std::unique_ptr<Space>> {
         ACAN_ASSIGN_OR_RETURN(SpaceUri parsed, SpaceUri::Parse(uri));
         if (!parsed.authority.empty() || !parsed.path.empty()) {
           return Status::InvalidArgument(fmt::format(
-              "space URI '{}': mem: takes no host or path; use 'mem:' or 'mem:?max_total_bytes=N'",
+              "space URI '{}': mem: takes no host or path; use 'mem:', 'mem:?name=NAME' (shared "
+              "in this process by name) or 'mem:?max_total_bytes=N'",
               uri));
         }
         SpaceOptions options = base;
         ACAN_RETURN_IF_ERROR(parsed.ApplyOptions(&options));
+        const std::string* name_param = parsed.Param("name");
         ACAN_RETURN_IF_ERROR(parsed.RejectUnusedParams());
-        return std::unique_ptr<Space>(new MemSpace(std::string(uri), options));
+        if (name_param == nullptr) {
+          return std::unique_ptr<Space>(new MemSpace(std::string(uri), options));
+        }
+        // mem:?name=NAME: the same space for every opener of NAME in this process.
+        auto name = Key::Parse(*name_param);
+        if (!name.ok()) {
+          return Status::InvalidArgument(
+              fmt::format("space URI '{}': name: {}", uri, name.status().message()));
+        }
+        NamedSpaces& named = Named();
+        std::lock_guard lock(named.mu);
+        auto& [weak, opened_with] = named.by_name[name->str()];
+        std::shared_ptr<MemSpace> shared = weak.lock();
+        if (shared && !SameOptions(opened_with, options)) {
+          return Status::InvalidArgument(fmt::format(
+              "space URI '{}': the space named '{}' is open already with other limits; open it "
+              "with the same parameters",
+              uri, name->str()));
+        }
+        if (!shared) {
+          shared = std::make_shared<MemSpace>("mem:?name=" + name->str(), options);
+          weak = shared;
+          opened_with = options;
+        }
+        return std::unique_ptr<Space>(new NamedMemSpace(std::string(uri), std::move(shared)));
       });
 }
 

@@ -1,6 +1,8 @@
 #include "space/mem/mem_space.h"
 
-#include "space/space_conformance.h"
+#include <atomic>
+
+#include "acan/testing/space_conformance.h"
 
 namespace acan::testing {
 namespace {
@@ -20,6 +22,35 @@ struct MemSpinFactory {
   }
 };
 INSTANTIATE_TYPED_TEST_SUITE_P(MemSpin, SpaceConformance, MemSpinFactory);
+
+// A named space (mem:?name=NAME), a new name for each space the suite opens.
+struct MemNamedFactory {
+  static Result<std::unique_ptr<Space>> Open(const SpaceOptions& options) {
+    static std::atomic<int> next{0};
+    return OpenSpace("mem:?name=conformance" + std::to_string(next++), options);
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(MemNamed, SpaceConformance, MemNamedFactory);
+
+TEST(MemSpaceTest, ANamedSpaceIsSharedByEveryOpenerOfItsName) {
+  auto a = OpenSpace("mem:?name=shared-by-name");
+  auto b = OpenSpace("mem:?name=shared-by-name");
+  auto other = OpenSpace("mem:?name=another-name");
+  ASSERT_TRUE(a.ok() && b.ok() && other.ok());
+  ASSERT_TRUE((*a)->Put("k.x", Value::FromString("from a")).ok());
+  auto got = (*b)->Get("k.*", Deadline::Now());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->value.AsString(), "from a");
+  EXPECT_TRUE((*other)->Read("k.*")->has_value() == false);
+  EXPECT_EQ((*b)->uri(), "mem:?name=shared-by-name");
+  // Other limits for an open name are refused; once every handle is gone the name is free.
+  auto limited = OpenSpace("mem:?name=shared-by-name&max_total_bytes=10");
+  EXPECT_EQ(limited.status().code(), StatusCode::kInvalidArgument);
+  a->reset();
+  b->reset();
+  EXPECT_TRUE(OpenSpace("mem:?name=shared-by-name&max_total_bytes=10").ok());
+  EXPECT_EQ(OpenSpace("mem:?name=bad..name").status().code(), StatusCode::kInvalidArgument);
+}
 
 TEST(MemSpaceTest, ValuesAreSharedNotCopied) {
   auto s = OpenSpace("mem:");

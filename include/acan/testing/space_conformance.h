@@ -1,7 +1,11 @@
-// The space contract as one typed test suite (DESIGN.md section 3). Each backend instantiates it
-// with a factory type that has
+// The space contract as one typed GoogleTest suite (DESIGN.md section 3), installed with the
+// `testing` component (find_package(acan COMPONENTS testing), link acan::testing), so that a
+// backend registered with RegisterSpaceScheme outside this repository can prove itself against
+// the same contract as the built-in ones. A backend instantiates it with a factory type that has
 //   static acan::Result<std::unique_ptr<acan::Space>> Open(const acan::SpaceOptions&);
-// e.g. INSTANTIATE_TYPED_TEST_SUITE_P(Mem, SpaceConformance, MemFactory);
+// returning a new, empty space for each call, e.g.
+//   struct MyFactory { static auto Open(const acan::SpaceOptions& o) { return acan::OpenSpace("my:", o); } };
+//   INSTANTIATE_TYPED_TEST_SUITE_P(My, acan::testing::SpaceConformance, MyFactory);
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,0 +1,87 @@
+// The roles of a job as units that a process (or a thread) runs on its own: RunHandler is a
+// processor that takes the job's tasks from a space and runs them; RunManager generates the
+// tasks, tracks their deadlines, sends lost ones again and applies every update exactly once. The
+// space is the only channel between them, so handlers may join and leave at any time, and several
+// managers may run: one holds the job's lease and the others stand by until it lapses.
+//
+// Each call blocks until the job is finished or its stop token fires, and may run on any thread;
+// a Space given by reference must outlive the call. A handler keeps no state that the space does
+// not also hold: stopping one costs at most the task in its hands, which the manager sends again.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acan/export.h"
+#include "acan/job.h"
+#include "acan/model.h"
+#include "acan/space.h"
+#include "acan/status.h"
+#include "acan/train.h"
+
+namespace acan {
+
+struct HandlerOptions {
+  int id = 0;  // unique among the job's handlers; a restarted handler keeps its id
+  // Task types it runs ("forward", "activation", "loss", "backward", "update"); empty: every type.
+  std::vector<std::string> task_types;
+  int pouch = 1;  // tasks taken at once
+  std::stop_token stop;  // leave: the task in hand is abandoned, the rest of the pouch put back
+  std::chrono::milliseconds poll{50};  // how often an idle handler looks at the stop and the job
+};
+
+struct HandlerReport {
+  int id = 0;
+  int64_t incarnation = 0;  // 1 for a handler id's first run, one more for each run after
+  int64_t tasks = 0;        // tasks run to completion and reported
+  int64_t work = 0;         // floats its tasks read and wrote
+  double busy_s = 0;
+  int64_t reused = 0;          // resent tasks whose outputs were in the space already
+  int64_t missing_inputs = 0;  // tasks dropped because an input was gone (late duplicates)
+  int64_t bad_tuples = 0;      // undecodable task tuples, dropped
+  bool job_finished = false;   // false: it stopped on its token before the job ended
+};
+
+// Runs handler `options.id` of job `job_id` until the job is finished or the stop token fires.
+// InvalidArgument for a bad URI, job id or task type.
+ACAN_EXPORT Result<HandlerReport> RunHandler(std::string_view space_uri, std::string_view job_id,
+                                             const HandlerOptions& options = {});
+ACAN_EXPORT Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
+                                             const HandlerOptions& options = {});
+
+struct ManagerOptions {
+  std::string name = "manager";  // its name in the lease
+  std::string job_id = "job";    // the token every key of the job starts with
+  int handlers = 0;  // handlers expected (the first pouch's size); 0: the job's runtime.handlers
+  std::chrono::milliseconds lease{1000};  // a standby takes over this long after a manager died
+  // The initial model of a new job: `init_model` if set, else the file `init_path` if given,
+  // else the job's model.init. A job already in the space resumes where it is.
+  std::optional<Model> init_model;
+  std::string init_path;
+  std::stop_token stop;  // stop as if killed: the lease lapses and a standby takes over
+  std::function<void(const TrainProgress&)> on_progress;  // after every step it applies
+};
+
+struct ManagerReport {
+  bool job_finished = false;  // false: it stopped on its token first
+  bool was_active = false;    // it held the lease at some point
+  TrainProgress progress;     // the job's, as stored in the space at the end
+  std::optional<Model> model;  // the trained model, when the job is finished
+};
+
+// Runs a manager of `job` until the job is finished or the stop token fires: creates the job in
+// the space if it is not there (the version-0 parameters, the state, a free lease), waits for
+// the lease as a standby, then runs or resumes the job from the space. Several managers may be
+// started at once: duplicates of a new job's initial tuples are identical and harmless.
+ACAN_EXPORT Result<ManagerReport> RunManager(std::string_view space_uri, const JobConfig& job,
+                                             const ManagerOptions& options = {});
+ACAN_EXPORT Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
+                                             const ManagerOptions& options = {});
+
+}  // namespace acan

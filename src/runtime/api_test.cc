@@ -1,0 +1,260 @@
+// The public API (acan/train.h, acan/model.h, acan/worker.h) against the single-threaded
+// reference trainer: Train and a manager with handlers run as separate roles give bitwise its
+// weights at window 1; models survive a safetensors round trip; bad input is a clear error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "acan/acan.h"
+#include "nn/model.h"
+#include "nn/trainer.h"
+
+namespace acan {
+namespace {
+
+JobConfig Feasibility(int64_t samples = 40) {
+  auto job = ParseJobString(R"(
+[model]
+layers = [44, 44, 1]
+activation = "tanh"
+loss = "mse"
+[data]
+source = "synthetic"
+samples = )" + std::to_string(samples) + R"(
+[train]
+epochs = 2
+batch = 1
+lr = 0.05
+seed = 42
+[partition]
+strategy = "tiles"
+task_size = 11
+[runtime]
+handlers = 3
+)");
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  return *job;
+}
+
+// The reference trainer's weights for a job: an independent oracle.
+std::string ReferenceSha(const JobConfig& job) {
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  auto trainer = nn::ReferenceTrainer::Create(job, init, data);
+  EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
+  EXPECT_TRUE((*trainer)->Train().ok());
+  return nn::ModelSha256((*trainer)->CurrentModel());
+}
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("acan_api_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(ApiTest, TrainGivesTheReferenceWeightsAndReportsEveryEpoch) {
+  const JobConfig job = Feasibility();
+  std::vector<EpochReport> epochs;
+  int64_t progress_calls = 0, last_step = 0;
+  TrainPlan plan;
+  TrainOptions o;
+  o.on_start = [&](const TrainPlan& p) { plan = p; };
+  o.on_progress = [&](const TrainProgress& p) {
+    ++progress_calls;
+    EXPECT_EQ(p.step, last_step + 1);  // after every step, in order
+    last_step = p.step;
+  };
+  o.on_epoch = [&](const EpochReport& e) { epochs.push_back(e); };
+  auto r = Train(job, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->model.Sha256(), ReferenceSha(job));
+  EXPECT_EQ(plan.samples, 40);
+  EXPECT_EQ(plan.handlers, 3);
+  EXPECT_EQ(plan.total_steps, 80);
+  EXPECT_EQ(progress_calls, 80);
+  EXPECT_TRUE(r->progress.finished);
+  EXPECT_EQ(r->progress.step, 80);
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[0].epoch, 1);
+  EXPECT_LT(epochs[1].train_loss, epochs[0].train_loss);
+  EXPECT_FALSE(epochs[0].test_loss.has_value());  // the job has no test split
+  EXPECT_LT(r->final_loss, r->initial_loss);
+  EXPECT_EQ(r->handlers.size(), 3u);
+  // The summary is summary.json: the same weights hash, the same counts.
+  auto summary = nlohmann::json::parse(r->summary_json);
+  EXPECT_EQ(summary["weights_sha256"], r->model.Sha256());
+  EXPECT_EQ(summary["tasks"]["completed"].get<int64_t>(), r->progress.tasks_completed);
+
+  const std::string dir = TempDir("artefacts");
+  ASSERT_TRUE(WriteArtefacts(dir, *r).ok());
+  auto saved = LoadModel(dir + "/model.safetensors");
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  EXPECT_EQ(saved->Sha256(), r->model.Sha256());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/summary.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.csv"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ApiTest, OptionsOverrideTheJobAndBadOnesAreRefused) {
+  JobConfig job = Feasibility(12);
+  TrainOptions o;
+  o.handlers = 2;
+  o.window = 2;
+  auto r = Train(job, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->handlers.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(r->summary_json)["window"], 2);
+  o.job_id = "not a key";
+  EXPECT_EQ(Train(job, o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.space_uri = "nosuch:";
+  EXPECT_EQ(Train(job, o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.init_path = "/nonexistent/model.safetensors";
+  EXPECT_FALSE(Train(job, o).ok());
+  EXPECT_EQ(WriteArtefacts(TempDir("empty"), TrainResult{}).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ApiTest, ModelsRoundTripAndNameWhatIsWrong) {
+  const JobConfig job = Feasibility();
+  auto init = Model::Initial(job);
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  EXPECT_EQ(init->widths(), (std::vector<int64_t>{44, 44, 1}));
+  ASSERT_EQ(init->tensors().size(), 4u);
+  EXPECT_EQ(init->tensors()[0].name, "layers.0.weight");
+  EXPECT_EQ(init->Find("layers.1.weight")->shape, (std::vector<int64_t>{1, 44}));
+  EXPECT_EQ(init->NumParameters(), 44 * 44 + 44 + 44 + 1);
+  EXPECT_EQ(init->Sha256(), nn::ModelSha256(*nn::InitialModel(job)));
+
+  const std::string dir = TempDir("model");
+  ASSERT_TRUE(SaveModel(*init, dir + "/m.safetensors").ok());
+  auto back = LoadModel(dir + "/m.safetensors");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->Sha256(), init->Sha256());
+  EXPECT_EQ(back->widths(), init->widths());
+
+  std::vector<ModelTensor> tensors = init->tensors();
+  tensors.pop_back();  // layers.1.bias
+  auto missing = Model::FromTensors(tensors, "mine");
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("layers.1.bias"), std::string::npos)
+      << missing.status().message();
+  tensors = init->tensors();
+  tensors[0].values.pop_back();
+  auto short_values = Model::FromTensors(tensors, "mine");
+  EXPECT_NE(short_values.status().message().find("layers.0.weight"), std::string::npos);
+  { std::ofstream(dir + "/junk.safetensors") << "not a model"; }
+  auto junk = LoadModel(dir + "/junk.safetensors");
+  EXPECT_FALSE(junk.ok());
+  EXPECT_NE(junk.status().message().find("junk.safetensors"), std::string::npos);
+  EXPECT_FALSE(SaveModel(Model(), dir + "/empty.safetensors").ok());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/empty.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ApiTest, EvaluateMatchesTheTrainingFiguresAndChecksWidths) {
+  const JobConfig job = Feasibility();
+  auto r = Train(job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto e = Evaluate(r->model, job);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->split, "train");  // no test split: the training set
+  EXPECT_EQ(e->rows, 40);
+  EXPECT_DOUBLE_EQ(e->loss, r->final_loss);
+  EXPECT_FALSE(e->classification);
+  JobConfig wider = job;
+  wider.model.layers = {44, 10, 1};
+  auto refused = Evaluate(r->model, wider);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("44, 10, 1"), std::string::npos);
+}
+
+// The roles on their own threads, meeting only through a named in-process space: the same
+// weights as Train (and the reference), and every handler leaves when the job is done.
+TEST(ApiTest, AManagerAndHandlersRunAsSeparateRolesGiveTheReferenceWeights) {
+  const JobConfig job = Feasibility();
+  const std::string uri = "mem:?name=api-test-roles";
+  auto keep = OpenSpace(uri);  // the space lives as long as one handle does
+  ASSERT_TRUE(keep.ok());
+  std::vector<Result<HandlerReport>> handlers(3, Status::Internal("not run"));
+  std::vector<std::thread> threads;
+  for (int h = 0; h < 3; ++h) {
+    threads.emplace_back([&, h] {
+      HandlerOptions ho;
+      ho.id = h;
+      handlers[h] = RunHandler(uri, "roles", ho);
+    });
+  }
+  ManagerOptions mo;
+  mo.job_id = "roles";
+  int64_t steps_seen = 0;
+  mo.on_progress = [&](const TrainProgress& p) { steps_seen = p.step; };
+  auto m = RunManager(uri, job, mo);
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->job_finished);
+  EXPECT_TRUE(m->was_active);
+  EXPECT_EQ(steps_seen, 80);
+  ASSERT_TRUE(m->model.has_value());
+  EXPECT_EQ(m->model->Sha256(), ReferenceSha(job));
+  int64_t tasks = 0;
+  for (int h = 0; h < 3; ++h) {
+    ASSERT_TRUE(handlers[h].ok()) << handlers[h].status().ToString();
+    EXPECT_TRUE(handlers[h]->job_finished);
+    EXPECT_EQ(handlers[h]->incarnation, 1);
+    tasks += handlers[h]->tasks + handlers[h]->reused;
+  }
+  EXPECT_GE(tasks, m->progress.tasks_completed);
+  // A second manager on the finished job finds it done, and so does a late handler.
+  auto again = RunManager(uri, job, mo);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->job_finished);
+  EXPECT_EQ(again->model->Sha256(), m->model->Sha256());
+  auto late = RunHandler(uri, "roles", HandlerOptions{.id = 1});
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late->job_finished);
+  EXPECT_EQ(late->incarnation, 2);  // handler 1's second run
+}
+
+TEST(ApiTest, StopTokensEndTheRolesEarly) {
+  const JobConfig job = Feasibility();
+  auto space = OpenSpace("mem:");
+  ASSERT_TRUE(space.ok());
+  // No handler: the manager never finishes a step; its stop token ends it, as if killed.
+  std::stop_source stop_manager;
+  ManagerOptions mo;
+  mo.stop = stop_manager.get_token();
+  Result<ManagerReport> m = Status::Internal("not run");
+  std::thread manager([&] { m = RunManager(**space, job, mo); });
+  // A handler with nothing to do, stopped before the job ends: it says it is leaving.
+  std::stop_source stop_handler;
+  stop_handler.request_stop();
+  HandlerOptions ho;
+  ho.id = 5;
+  ho.stop = stop_handler.get_token();
+  auto h = RunHandler(**space, "job", ho);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_FALSE(h->job_finished);
+  EXPECT_TRUE((*space)->Read("job.done.restarted.h5")->has_value());
+  EXPECT_FALSE((*space)->Read("job.alive.h5")->has_value());
+  stop_manager.request_stop();
+  manager.join();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_FALSE(m->job_finished);
+  EXPECT_FALSE(m->model.has_value());
+  HandlerOptions bad;
+  bad.task_types = {"forwards"};
+  auto refused = RunHandler(**space, "job", bad);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("forwards"), std::string::npos);
+  EXPECT_EQ(RunHandler(**space, "bad job", {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace acan
