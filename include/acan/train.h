@@ -50,6 +50,8 @@ struct EpochReport {
 
 // What a run is about to do (after the data is loaded, before the first step).
 struct TrainPlan {
+  std::vector<int64_t> layers;  // the model's widths
+  Strategy strategy = Strategy::kData;
   int64_t samples = 0;
   int64_t epochs = 0;
   int64_t total_steps = 0;

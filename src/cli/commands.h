@@ -1,19 +1,16 @@
-// The `acan` subcommands. Each returns the process exit code; errors are printed as one line.
+// The `acan` subcommands. Each Add* function adds one subcommand whose arguments live in its own
+// state, owned by its callback (no global state); the callback runs the command once CLI11 has
+// parsed it and stores the process exit code in *exit_code. Errors are printed as one line.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 namespace acan::cli {
 
-// Adds `train` and `experiment` to the app; returns a function that runs whichever was parsed
-// (or null when neither was).
-void AddTrainCommands(CLI::App& app);
-int RunParsedTrainCommand();
-
-// Adds `eval` (a saved model on the job's test split); the runner returns -1 when it was not
-// parsed.
-void AddEvalCommand(CLI::App& app);
-int RunParsedEvalCommand();
+void AddDemoCommand(CLI::App& app, int* exit_code);
+void AddTrainCommand(CLI::App& app, int* exit_code);
+void AddEvalCommand(CLI::App& app, int* exit_code);
+void AddExperimentCommand(CLI::App& app, int* exit_code);
 
 // Accepts a whole number >= 1; anything else is "must be a whole number >= 1, not '<text>'"
 // (CLI::PositiveNumber would print its range up to 1.8e308).

@@ -2,15 +2,16 @@
 // the job's held-out test split, or on its training data when the job has none (the output says
 // which). The model is checked against the job's model.layers.
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "acan/model.h"
 #include "cli/commands.h"
-#include "nn/dataset.h"
 #include "nn/evaluate.h"
 #include "nn/idx.h"
-#include "nn/model.h"
+#include "nn/model_api_internal.h"
 
 namespace acan::cli {
 namespace {
@@ -21,42 +22,29 @@ struct EvalArgs {
   bool json = false;
 };
 
-EvalArgs g_eval;
-CLI::App* g_eval_cmd = nullptr;
-
 int Fail(const Status& s) {
   std::fprintf(stderr, "acan eval: %s\n", s.ToString().c_str());
   return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
 }
 
-int RunEval() {
-  auto job = ParseJobFile(g_eval.config);
+int RunEval(const EvalArgs& args) {
+  auto job = ParseJobFile(args.config);
   if (!job.ok()) return Fail(job.status());
-  auto model = nn::LoadModel(g_eval.model, job->model.layers);
-  if (!model.ok()) {
-    if (model.status().code() != StatusCode::kInvalidArgument) return Fail(model.status());
-    return Fail(
-        model.status().WithContext("the model does not fit [model] layers of " + g_eval.config));
+  auto model = LoadModel(args.model);
+  if (!model.ok()) return Fail(model.status());
+  auto result = Evaluate(*model, *job);
+  if (!result.ok()) {
+    if (result.status().code() != StatusCode::kInvalidArgument) return Fail(result.status());
+    return Fail(result.status().WithContext(args.model + " does not fit [model] layers of " +
+                                            args.config));
   }
-  auto test = nn::LoadTestDataset(*job);
-  if (!test.ok()) return Fail(test.status());
-  std::string split = "test";
-  nn::Dataset data;
-  if (*test) {
-    data = std::move(**test);
-  } else {
-    auto train = nn::LoadDataset(*job);
-    if (!train.ok()) return Fail(train.status());
-    data = std::move(*train);
-    split = "train";
-  }
-  auto report = nn::Evaluate(*model, data, *job);
-  if (!report.ok()) return Fail(report.status());
+  const std::string& split = result->split;
+  const EvalResult* report = &*result;
   const bool classify = !report->per_class_accuracy.empty();
-  if (g_eval.json) {
+  if (args.json) {
     nlohmann::json j;
-    j["model"] = g_eval.model;
-    j["config"] = g_eval.config;
+    j["model"] = args.model;
+    j["config"] = args.config;
     j["split"] = split;
     j["rows"] = report->rows;
     j[split + "_loss"] = report->loss;
@@ -76,23 +64,26 @@ int RunEval() {
     std::printf("the job has no test split; evaluating on the training data (%lld rows)\n",
                 static_cast<long long>(report->rows));
   }
-  std::printf("%s", nn::FormatEvalReport(*report, split, names).c_str());
+  nn::EvalReport r;
+  r.rows = report->rows;
+  r.loss = report->loss;
+  r.accuracy = report->accuracy;
+  r.per_class_accuracy = report->per_class_accuracy;
+  r.class_rows = report->class_rows;
+  std::printf("%s", nn::FormatEvalReport(r, split, names).c_str());
   return 0;
 }
 
 }  // namespace
 
-void AddEvalCommand(CLI::App& app) {
-  g_eval_cmd = app.add_subcommand(
+void AddEvalCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand(
       "eval", "Evaluate a saved model on the job's test split (or its training data without one)");
-  g_eval_cmd->add_option("model", g_eval.model, "Model (safetensors)")->required();
-  g_eval_cmd->add_option("config", g_eval.config, "Job file (TOML)")->required();
-  g_eval_cmd->add_flag("--json", g_eval.json, "One JSON object instead of text");
-}
-
-int RunParsedEvalCommand() {
-  if (g_eval_cmd && g_eval_cmd->parsed()) return RunEval();
-  return -1;
+  cmd->add_option("model", args->model, "Model (safetensors)")->required();
+  cmd->add_option("config", args->config, "Job file (TOML)")->required();
+  cmd->add_flag("--json", args->json, "One JSON object instead of text");
+  cmd->callback([args, exit_code] { *exit_code = RunEval(*args); });
 }
 
 }  // namespace acan::cli

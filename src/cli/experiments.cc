@@ -1,7 +1,9 @@
 // The design note's experiments (DESIGN.md section 8): feasibility, adaptivity, robustness.
 // Each prints its claims with the figures that support them, writes the artefacts of `acan
 // train` plus experiment.json, and exits non-zero when a claim does not hold.
-#include "cli/experiments.h"
+#include <memory>
+
+#include "cli/commands.h"
 
 #include <fmt/format.h>
 
@@ -22,8 +24,6 @@ struct ExperimentArgs {
   std::string out;
   bool quick = false;
 };
-ExperimentArgs g_args;
-CLI::App* g_cmd = nullptr;
 
 constexpr const char* kFeasibility = R"(
 [model]
@@ -95,9 +95,9 @@ int Feasibility(const std::string& out) {
   std::printf(
       "feasibility: 44x44 and 44x1 layers (tanh, mse), 4 equal handlers, 100 synthetic "
       "samples, SGD batch 1, 2 epochs, tiles of 11\n");
-  auto r = TrainAndReport(*job, OptionsFromJob(*job), "", out, false);
+  auto r = TrainAndReport(*job, runtime::RunOptionsFromJob(*job), out, false);
   if (!r.ok()) return Fail(r.status());
-  const auto& s = r->summary;
+  const auto& s = r->record->summary;
   const auto& per_epoch = s["loss_per_epoch"];
   bool all = true;
   Claim(&all,
@@ -138,16 +138,16 @@ int Adaptivity(const std::string& out, bool quick) {
   // The single-handler rate at full speed, measured now, on the same work.
   auto calib_job = Parse(MlpJob(quick ? 4096 : 16384, 1, 4), "adaptivity calibration");
   if (!calib_job.ok()) return Fail(calib_job.status());
-  runtime::RunOptions calib = OptionsFromJob(*calib_job);
+  runtime::RunOptions calib = runtime::RunOptionsFromJob(*calib_job);
   calib.handlers = 1;
-  auto c = TrainAndReport(*calib_job, calib, "", out + "/calibration", true);
+  auto c = TrainAndReport(*calib_job, calib, out + "/calibration", true);
   if (!c.ok()) return Fail(c.status());
-  const double r1 = c->summary["samples_per_s"].get<double>();
+  const double r1 = c->record->summary["samples_per_s"].get<double>();
   std::printf("single handler at full speed: %.0f samples/s\n", r1);
 
   auto job = Parse(MlpJob(samples, epochs, 4), "adaptivity experiment");
   if (!job.ok()) return Fail(job.status());
-  runtime::RunOptions o = OptionsFromJob(*job);
+  runtime::RunOptions o = runtime::RunOptionsFromJob(*job);
   // One handler per core: the injected speed is then the only difference between them (a third
   // handler on two cores would also be slowed by sharing a core, which the speed factors do not
   // account for).
@@ -156,10 +156,10 @@ int Adaptivity(const std::string& out, bool quick) {
   o.chaos.speed_change_s = change_s;
   o.chaos.seed = 7;
   o.metrics_interval = std::chrono::milliseconds(250);
-  auto r = TrainAndReport(*job, o, "", out, false);
+  auto r = TrainAndReport(*job, o, out, false);
   if (!r.ok()) return Fail(r.status());
-  const auto& rows = r->run.metrics;
-  const size_t h = r->run.handlers.size();
+  const auto& rows = r->record->run.metrics;
+  const size_t h = r->record->run.handlers.size();
   // Work each handler should have done if work followed speed, interval by interval.
   std::vector<double> expected(h, 0), done(h, 0);
   double capacity_samples = 0, core_capacity_samples = 0, achieved = 0;
@@ -241,10 +241,10 @@ int Robustness(const std::string& out, bool quick) {
   auto job = Parse(MlpJob(samples, epochs, 1, 32), "robustness experiment");
   if (!job.ok()) return Fail(job.status());
   std::printf("fault-free run:\n");
-  auto clean = TrainAndReport(*job, OptionsFromJob(*job), "", out + "/fault-free", false);
+  auto clean = TrainAndReport(*job, runtime::RunOptionsFromJob(*job), out + "/fault-free", false);
   if (!clean.ok()) return Fail(clean.status());
   std::printf("run under crashes:\n");
-  runtime::RunOptions o = OptionsFromJob(*job);
+  runtime::RunOptions o = runtime::RunOptionsFromJob(*job);
   o.chaos.speeds = {1, 5, 10};
   o.chaos.speed_change_s = interval;
   o.chaos.crash_interval_s = interval;
@@ -255,10 +255,10 @@ int Robustness(const std::string& out, bool quick) {
   o.handler_restart_delay = std::chrono::milliseconds(10);  // "restarts after a short delay"
   o.manager_restart_delay = std::chrono::milliseconds(10);
   o.metrics_interval = std::chrono::milliseconds(250);
-  auto r = TrainAndReport(*job, o, "", out, false);
+  auto r = TrainAndReport(*job, o, out, false);
   if (!r.ok()) return Fail(r.status());
-  const auto& s = r->summary;
-  const auto& cs = clean->summary;
+  const auto& s = r->record->summary;
+  const auto& cs = clean->record->summary;
   const double loss = s["final_loss"].get<double>(), clean_loss = cs["final_loss"].get<double>();
   const double extra = s["compute"]["extra_compute_ratio"].get<double>();
   const auto& rec = s["recovery"];
@@ -312,24 +312,25 @@ int Robustness(const std::string& out, bool quick) {
   return all ? 0 : 1;
 }
 
-}  // namespace
-
-void AddExperimentCommand(CLI::App& app) {
-  g_cmd = app.add_subcommand("experiment", "Run one of the design note's experiments");
-  g_cmd->add_option("name", g_args.name, "feasibility | adaptivity | robustness")
-      ->required()
-      ->check(CLI::IsMember({"feasibility", "adaptivity", "robustness"}));
-  g_cmd->add_option("--out", g_args.out, "Artefacts directory (default: out/<name>)");
-  g_cmd->add_flag("--quick", g_args.quick, "A small variant, seconds long (for CI)");
+int RunExperiment(const ExperimentArgs& args) {
+  runtime::TuneProcess();
+  std::string out = args.out.empty() ? "out/" + args.name : args.out;
+  if (args.name == "feasibility") return Feasibility(out);
+  if (args.name == "adaptivity") return Adaptivity(out, args.quick);
+  return Robustness(out, args.quick);
 }
 
-int RunParsedExperimentCommand() {
-  if (!g_cmd || !g_cmd->parsed()) return -1;
-  runtime::TuneProcess();
-  std::string out = g_args.out.empty() ? "out/" + g_args.name : g_args.out;
-  if (g_args.name == "feasibility") return Feasibility(out);
-  if (g_args.name == "adaptivity") return Adaptivity(out, g_args.quick);
-  return Robustness(out, g_args.quick);
+}  // namespace
+
+void AddExperimentCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ExperimentArgs>();
+  auto* cmd = app.add_subcommand("experiment", "Run one of the design note's experiments");
+  cmd->add_option("name", args->name, "feasibility | adaptivity | robustness")
+      ->required()
+      ->check(CLI::IsMember({"feasibility", "adaptivity", "robustness"}));
+  cmd->add_option("--out", args->out, "Artefacts directory (default: out/<name>)");
+  cmd->add_flag("--quick", args->quick, "A small variant, seconds long (for CI)");
+  cmd->callback([args, exit_code] { *exit_code = RunExperiment(*args); });
 }
 
 }  // namespace acan::cli

@@ -5,12 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <mutex>
-
-#include "nn/evaluate.h"
-#include "nn/model.h"
-#include "nn/plan.h"
-#include "runtime/process.h"
 
 namespace acan::cli {
 
@@ -21,30 +17,25 @@ int Fail(const Status& s) {
 
 namespace {
 
-// One progress line at most twice a second (rewritten in place on a terminal), and one per epoch.
-class ProgressPrinter {
+class ProgressLine {
  public:
-  ProgressPrinter(int64_t steps_per_epoch, int64_t epochs)
-      : steps_per_epoch_(steps_per_epoch), epochs_(epochs), tty_(isatty(2)), start_(Clock::now()) {}
+  ProgressLine() : tty_(isatty(2)), start_(Clock::now()) {}
 
-  void operator()(const runtime::Progress& p) {
+  void operator()(const TrainProgress& p) {
     std::lock_guard lock(mu_);
     const auto now = Clock::now();
-    const bool epoch_end = p.next_step % steps_per_epoch_ == 0;
+    const bool epoch_end = p.steps_per_epoch > 0 && p.step % p.steps_per_epoch == 0;
     if (!epoch_end && (!tty_ || now - last_ < std::chrono::milliseconds(500))) return;
     last_ = now;
-    const int64_t epoch = std::min<int64_t>((p.next_step - 1) / steps_per_epoch_, epochs_ - 1);
-    const auto& e = p.epochs[epoch];
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    int64_t samples = 0;
-    for (const auto& t : p.epochs) samples += t.rows;
     const double eta =
-        elapsed * double(p.total_steps - p.next_step) / double(std::max<int64_t>(1, p.next_step));
+        elapsed * double(p.total_steps - p.step) / double(std::max<int64_t>(1, p.step));
     std::string line = fmt::format(
         "epoch {}/{}  step {}/{}  loss {:.5f}  {:.0f} samples/s  tasks {}  retransmits {}  ETA "
         "{:.1f}s",
-        epoch + 1, epochs_, p.next_step, p.total_steps, e.rows ? e.loss_sum / double(e.rows) : 0.0,
-        elapsed > 0 ? double(samples) / elapsed : 0.0, p.completed, p.retransmitted, eta);
+        p.epoch, p.epochs, p.step, p.total_steps, p.epoch_loss,
+        elapsed > 0 ? double(p.samples) / elapsed : 0.0, p.tasks_completed,
+        p.tasks_retransmitted, eta);
     if (tty_) {
       std::fprintf(stderr, "\r%-110s%s", line.c_str(), epoch_end ? "\n" : "");
     } else {
@@ -54,7 +45,6 @@ class ProgressPrinter {
   }
 
  private:
-  int64_t steps_per_epoch_, epochs_;
   bool tty_;
   std::mutex mu_;
   Clock::time_point start_, last_;
@@ -62,112 +52,57 @@ class ProgressPrinter {
 
 }  // namespace
 
-runtime::RunOptions OptionsFromJob(const JobConfig& job) {
-  runtime::RunOptions o;
-  o.handlers = static_cast<int>(job.runtime.handlers);
-  o.window = job.runtime.window;
-  o.space_uri = job.runtime.space;
-  if (job.chaos.enabled) {
-    o.chaos.speeds = job.chaos.speeds;
-    o.chaos.speed_change_s = job.chaos.speed_change_s;
-    o.chaos.crash_interval_s = job.chaos.crash_interval_s;
-    o.chaos.crash_probability = job.chaos.crash_probability;
-    o.chaos.crash_manager = job.chaos.crash_manager;
-    o.chaos.speed_change_steps = job.chaos.speed_change_steps;
-    o.chaos.crash_interval_steps = job.chaos.crash_interval_steps;
-    o.chaos.seed = job.train.seed;
-  }
-  return o;
-}
-
-Result<RunOutcome> TrainAndReport(const JobConfig& job, runtime::RunOptions options,
-                                  const std::string& init_path, const std::string& out_dir,
-                                  bool quiet) {
-  runtime::TuneProcess();
-  ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
-  ACAN_ASSIGN_OR_RETURN(nn::Model init, init_path.empty()
-                                            ? nn::InitialModel(job)
-                                            : nn::LoadModel(init_path, job.model.layers));
-  ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, data));
-  nn::Batcher batcher(&data, nn::Plan::StepBatch(job, options.task_size, data.rows),
-                      job.data.shuffle, job.train.seed);
-  ProgressPrinter printer(batcher.BatchesPerEpoch(), job.train.epochs);
-  if (!quiet) options.on_progress = [&printer](const runtime::Progress& p) { printer(p); };
-  // Held-out evaluation after every epoch (its time is reported apart from training's).
-  nlohmann::json per_epoch = nlohmann::json::array();
-  double eval_s = 0;
-  Status eval_error;
-  if (test) {
-    options.on_epoch_end = [&](int64_t epoch, const nn::Model& model) {
-      const auto start = Clock::now();
-      auto r = nn::Evaluate(model, *test, job);
-      eval_s += std::chrono::duration<double>(Clock::now() - start).count();
-      if (!r.ok()) {
-        eval_error = r.status();
-        return;
-      }
-      per_epoch.push_back(
-          {{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
-      if (!quiet) {
-        std::fprintf(stderr, "epoch %lld/%lld: test loss %.5f, test accuracy %.4f\n",
-                     (long long)epoch + 1, (long long)job.train.epochs, r->loss, r->accuracy);
-      }
-    };
-  }
-  if (!quiet) {
-    const bool chaos = !options.chaos.speeds.empty() || options.chaos.crash_interval_s > 0 ||
-                       options.chaos.relative();
+RunPrinter::RunPrinter(bool quiet) {
+  if (quiet) return;
+  auto line = std::make_shared<ProgressLine>();
+  on_progress = [line](const TrainProgress& p) { (*line)(p); };
+  auto epochs = std::make_shared<int64_t>(0);
+  on_start = [epochs](const TrainPlan& plan) {
+    *epochs = plan.epochs;
     std::fprintf(stderr,
                  "acan: training %s on %s: %lld samples, %lld epochs, %d handlers, window %lld, "
                  "strategy %s%s\n",
-                 fmt::format("{}", fmt::join(job.model.layers, "-")).c_str(),
-                 options.space_uri.c_str(), (long long)data.rows, (long long)job.train.epochs,
-                 options.handlers, (long long)options.window,
-                 std::string(ToString(job.partition.strategy)).c_str(),
-                 chaos ? ", with chaos" : "");
+                 fmt::format("{}", fmt::join(plan.layers, "-")).c_str(), plan.space_uri.c_str(),
+                 (long long)plan.samples, (long long)plan.epochs, plan.handlers,
+                 (long long)plan.window, std::string(ToString(plan.strategy)).c_str(),
+                 plan.chaos ? ", with chaos" : "");
+  };
+  on_epoch = [epochs](const EpochReport& e) {
+    if (!e.test_loss) return;
+    std::fprintf(stderr, "epoch %lld/%lld: test loss %.5f, test accuracy %.4f\n",
+                 (long long)e.epoch, (long long)*epochs, *e.test_loss,
+                 e.test_accuracy.value_or(0.0));
+  };
+}
+
+void PrintOutcome(const TrainResult& r, const std::string& out_dir) {
+  std::printf("loss %.6f -> %.6f", r.initial_loss, r.final_loss);
+  if (r.train_accuracy) std::printf(", accuracy %.4f", *r.train_accuracy);
+  std::printf("; %.0f samples/s over %.2f s; tasks %lld, retransmitted %lld, duplicates %lld\n",
+              r.wall_s > 0 ? double(r.progress.samples) / r.wall_s : 0.0, r.wall_s,
+              (long long)r.progress.tasks_completed, (long long)r.progress.tasks_retransmitted,
+              (long long)r.progress.duplicates_discarded);
+  if (r.test && r.test->classification) {
+    std::printf("test accuracy %.4f, test loss %.5f on %lld held-out rows\n", r.test->accuracy,
+                r.test->loss, (long long)r.test->rows);
   }
-  RunOutcome out;
-  ACAN_ASSIGN_OR_RETURN(out.run, runtime::RunJob(job, data, init, options));
-  ACAN_ASSIGN_OR_RETURN(out.figures, runtime::Evaluate(job, data, init, out.run));
-  out.summary = runtime::MakeSummary(job, options, out.run, out.figures);
-  ACAN_RETURN_IF_ERROR(eval_error);
-  const double in_run_eval_s = eval_s;
-  if (test) {
-    auto start = Clock::now();
-    ACAN_ASSIGN_OR_RETURN(nn::EvalReport final_eval, nn::Evaluate(out.run.model, *test, job));
-    out.summary["test_rows"] = final_eval.rows;
-    out.summary["test_loss"] = final_eval.loss;
-    out.summary["test_accuracy"] =
-        data.classification ? nlohmann::json(final_eval.accuracy) : nlohmann::json(nullptr);
-    out.summary["per_class_accuracy"] = final_eval.per_class_accuracy;
-    out.summary["test_per_epoch"] = per_epoch;
-    eval_s += std::chrono::duration<double>(Clock::now() - start).count();
-  } else {
-    out.summary["test_loss"] = nullptr;
-    out.summary["test_accuracy"] = nullptr;
-  }
-  out.summary["eval_s"] = eval_s;
-  // Training alone: the run's wall time less the per-epoch evaluations made inside it.
-  out.summary["train_s"] = out.run.wall_s - in_run_eval_s;
-  ACAN_RETURN_IF_ERROR(runtime::WriteArtefacts(out_dir, out.run, out.summary));
-  if (!quiet) {
-    std::printf("loss %.6f -> %.6f", out.figures.initial_loss, out.figures.final_loss);
-    if (out.figures.accuracy >= 0) std::printf(", accuracy %.4f", out.figures.accuracy);
-    std::printf("; %.0f samples/s over %.2f s; tasks %lld, retransmitted %lld, duplicates %lld\n",
-                out.summary["samples_per_s"].get<double>(), out.run.wall_s,
-                (long long)out.run.progress.completed, (long long)out.run.progress.retransmitted,
-                (long long)out.run.progress.duplicates_discarded);
-    if (test && data.classification) {
-      std::printf("test accuracy %.4f, test loss %.5f on %lld held-out rows\n",
-                  out.summary["test_accuracy"].get<double>(),
-                  out.summary["test_loss"].get<double>(),
-                  (long long)out.summary["test_rows"].get<int64_t>());
-    }
-    std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv%s\n",
-                out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
-                out.run.trace ? (", " + out_dir + "/trace.json").c_str() : "");
-  }
-  return out;
+  const bool traced = r.record && r.record->run.trace;
+  std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv%s\n",
+              out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
+              traced ? (", " + out_dir + "/trace.json").c_str() : "");
+}
+
+Result<TrainResult> TrainAndReport(const JobConfig& job, runtime::RunOptions options,
+                                   const std::string& out_dir, bool quiet) {
+  RunPrinter printer(quiet);
+  runtime::TrainSettings settings;
+  settings.on_start = printer.on_start;
+  settings.on_progress = printer.on_progress;
+  settings.on_epoch = printer.on_epoch;
+  ACAN_ASSIGN_OR_RETURN(TrainResult r, runtime::TrainJob(job, std::move(options), settings));
+  ACAN_RETURN_IF_ERROR(WriteArtefacts(out_dir, r));
+  if (!quiet) PrintOutcome(r, out_dir);
+  return r;
 }
 
 }  // namespace acan::cli

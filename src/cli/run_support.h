@@ -1,34 +1,37 @@
-// What the training commands share: error printing, the progress line, and one run from job to
-// artefacts.
+// What the training commands share: error printing, and what a person sees of a training run
+// (a banner, a progress line, a line per epoch, the outcome).
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "acan/job.h"
 #include "acan/status.h"
-#include "runtime/artefacts.h"
+#include "acan/train.h"
 #include "runtime/job_runner.h"
+#include "runtime/training.h"
 
 namespace acan::cli {
 
 // Prints "acan: <status>" and returns the exit code for it (2 for bad input, 1 otherwise).
 int Fail(const Status& s);
 
-struct RunOutcome {
-  runtime::RunResult run;
-  runtime::RunFigures figures;
-  nlohmann::json summary;
+// The terminal's view of a run: its callbacks print the banner, a progress line at most twice a
+// second (rewritten in place on a terminal) and one per epoch, and the epochs' test figures.
+// Quiet: they print nothing.
+struct RunPrinter {
+  explicit RunPrinter(bool quiet);
+  std::function<void(const TrainPlan&)> on_start;
+  std::function<void(const TrainProgress&)> on_progress;
+  std::function<void(const EpochReport&)> on_epoch;
 };
 
-// The run options a job file asks for ([runtime] and [chaos]).
-runtime::RunOptions OptionsFromJob(const JobConfig& job);
+// The outcome lines of a run whose artefacts are in `out_dir`.
+void PrintOutcome(const TrainResult& result, const std::string& out_dir);
 
-// Loads the data and the initial model (`init_path`, or the job's init), runs the job with a
-// progress line on stderr (unless quiet), evaluates on the job's test split after every epoch and
-// at the end, writes the artefacts into `out_dir` and prints the outcome.
-Result<RunOutcome> TrainAndReport(const JobConfig& job, runtime::RunOptions options,
-                                  const std::string& init_path, const std::string& out_dir,
-                                  bool quiet);
+// A run with the runtime's own options (the experiments): trains with a RunPrinter, writes the
+// artefacts into `out_dir` and prints the outcome (unless quiet). The run's details are in
+// result.record.
+Result<TrainResult> TrainAndReport(const JobConfig& job, runtime::RunOptions options,
+                                   const std::string& out_dir, bool quiet);
 
 }  // namespace acan::cli

@@ -1,9 +1,10 @@
-// `acan train`: a training run in this process, with progress on the terminal and artefacts
-// (model.safetensors, summary.json, metrics.csv) in --out.
+// `acan train`: a training run in this process through acan::Train, with progress on the terminal
+// and the artefacts (model.safetensors, summary.json, metrics.csv) in --out.
+#include <memory>
 #include <optional>
 
+#include "acan/train.h"
 #include "cli/commands.h"
-#include "cli/experiments.h"
 #include "cli/run_support.h"
 
 namespace acan::cli {
@@ -27,86 +28,77 @@ struct TrainArgs {
   std::optional<bool> crash_manager;
 };
 
-TrainArgs g_args;
-CLI::App* g_cmd = nullptr;
-
-int RunTrain() {
-  auto job = ParseJobFile(g_args.config);
+int RunTrain(const TrainArgs& a) {
+  auto job = ParseJobFile(a.config);
   if (!job.ok()) return Fail(job.status());
-  if (g_args.seed) job->train.seed = *g_args.seed;
-  if (!g_args.speeds.empty()) job->chaos.speeds = g_args.speeds;
-  if (g_args.speed_change_s) job->chaos.speed_change_s = *g_args.speed_change_s;
-  if (g_args.crash_interval_s) job->chaos.crash_interval_s = *g_args.crash_interval_s;
-  if (g_args.crash_probability) job->chaos.crash_probability = *g_args.crash_probability;
-  if (g_args.crash_manager) job->chaos.crash_manager = *g_args.crash_manager;
-  if (g_args.speed_change_steps) job->chaos.speed_change_steps = *g_args.speed_change_steps;
-  if (g_args.crash_interval_steps) job->chaos.crash_interval_steps = *g_args.crash_interval_steps;
-  if (!g_args.speeds.empty() || g_args.speed_change_s || g_args.crash_interval_s ||
-      g_args.crash_probability || g_args.crash_manager || g_args.speed_change_steps ||
-      g_args.crash_interval_steps) {
-    job->chaos.enabled = true;
+  if (a.seed) job->train.seed = *a.seed;
+  ChaosConfig& chaos = job->chaos;
+  if (!a.speeds.empty()) chaos.speeds = a.speeds;
+  if (a.speed_change_s) chaos.speed_change_s = *a.speed_change_s;
+  if (a.crash_interval_s) chaos.crash_interval_s = *a.crash_interval_s;
+  if (a.crash_probability) chaos.crash_probability = *a.crash_probability;
+  if (a.crash_manager) chaos.crash_manager = *a.crash_manager;
+  if (a.speed_change_steps) chaos.speed_change_steps = *a.speed_change_steps;
+  if (a.crash_interval_steps) chaos.crash_interval_steps = *a.crash_interval_steps;
+  if (!a.speeds.empty() || a.speed_change_s || a.crash_interval_s || a.crash_probability ||
+      a.crash_manager || a.speed_change_steps || a.crash_interval_steps) {
+    chaos.enabled = true;
   }
   if (Status s = ValidateJob(*job); !s.ok()) return Fail(s);
-  runtime::RunOptions o = OptionsFromJob(*job);
-  if (!g_args.space.empty()) o.space_uri = g_args.space;
-  if (g_args.handlers) o.handlers = *g_args.handlers;
-  if (g_args.window) o.window = *g_args.window;
-  // task_size = 0 in the job file: the controller chooses (and may change) it.
-  // A chain's task size fixes what a step is, so it is chosen once (Plan::ChainSteps).
-  o.adapt_task_size =
-      job->partition.task_size == 0 && job->partition.strategy != Strategy::kChain;
-  if (g_args.trace) o.trace = std::make_shared<runtime::TraceRecorder>();
-  o.pin_handlers = !g_args.no_pin;
-  auto outcome = TrainAndReport(*job, o, g_args.init, g_args.out, g_args.quiet);
-  return outcome.ok() ? 0 : Fail(outcome.status());
+  TrainOptions o;
+  o.space_uri = a.space;
+  o.handlers = a.handlers.value_or(0);
+  o.window = a.window.value_or(0);
+  o.init_path = a.init;
+  o.trace = a.trace;
+  o.pin_handlers = !a.no_pin;
+  RunPrinter printer(a.quiet);
+  o.on_start = printer.on_start;
+  o.on_progress = printer.on_progress;
+  o.on_epoch = printer.on_epoch;
+  auto r = Train(*job, o);
+  if (!r.ok()) return Fail(r.status());
+  if (Status s = WriteArtefacts(a.out, *r); !s.ok()) return Fail(s);
+  if (!a.quiet) PrintOutcome(*r, a.out);
+  return 0;
 }
 
 }  // namespace
 
-void AddTrainCommands(CLI::App& app) {
-  g_cmd = app.add_subcommand("train", "Train the job described by a TOML file");
-  g_cmd->add_option("config", g_args.config, "Job file (TOML)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  g_cmd->add_option("--space", g_args.space,
-                    "Space URI (default: the job's [runtime] space, mem:)");
-  g_cmd->add_option("--handlers", g_args.handlers, "Handler threads (default: the job's)")
-      ->check(acan::cli::kAtLeastOne);
-  g_cmd
-      ->add_option("--window", g_args.window,
-                   "Update window W; 1 = synchronous (default: the job's)")
-      ->check(acan::cli::kAtLeastOne);
-  g_cmd->add_option("--init", g_args.init, "Initial model (safetensors)")->check(CLI::ExistingFile);
-  g_cmd->add_option("--out", g_args.out, "Directory for the artefacts")->capture_default_str();
-  g_cmd->add_option("--seed", g_args.seed, "Seed (overrides [train] seed)");
-  g_cmd->add_flag("--quiet", g_args.quiet, "No progress lines and no outcome lines");
-  g_cmd->add_flag("--no-pin", g_args.no_pin,
-                  "Do not bind handler h to the h-th CPU (bound when there is a CPU per handler "
-                  "and no --speeds; unbind when several runs share the machine)");
-  g_cmd->add_flag("--trace", g_args.trace,
-                  "Also write trace.json: every completed task execution on its handler's lane, "
-                  "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
-  g_cmd->add_option("--speeds", g_args.speeds, "[chaos] slow-down factors, e.g. 1,5,10")
+void AddTrainCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<TrainArgs>();
+  auto* cmd = app.add_subcommand("train", "Train the job described by a TOML file");
+  cmd->add_option("config", a->config, "Job file (TOML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--space", a->space, "Space URI (default: the job's [runtime] space, mem:)");
+  cmd->add_option("--handlers", a->handlers, "Handler threads (default: the job's)")
+      ->check(kAtLeastOne);
+  cmd->add_option("--window", a->window, "Update window W; 1 = synchronous (default: the job's)")
+      ->check(kAtLeastOne);
+  cmd->add_option("--init", a->init, "Initial model (safetensors)")->check(CLI::ExistingFile);
+  cmd->add_option("--out", a->out, "Directory for the artefacts")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed (overrides [train] seed)");
+  cmd->add_flag("--quiet", a->quiet, "No progress lines and no outcome lines");
+  cmd->add_flag("--no-pin", a->no_pin,
+                "Do not bind handler h to the h-th CPU (bound when there is a CPU per handler "
+                "and no --speeds; unbind when several runs share the machine)");
+  cmd->add_flag("--trace", a->trace,
+                "Also write trace.json: every completed task execution on its handler's lane, "
+                "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
+  cmd->add_option("--speeds", a->speeds, "[chaos] slow-down factors, e.g. 1,5,10")
       ->delimiter(',');
-  g_cmd->add_option("--speed-change-s", g_args.speed_change_s,
-                    "[chaos] seconds between speed changes");
-  g_cmd->add_option("--crash-interval-s", g_args.crash_interval_s,
-                    "[chaos] seconds between crash rolls");
-  g_cmd->add_option("--crash-probability", g_args.crash_probability,
-                    "[chaos] crash probability per roll");
-  g_cmd->add_option("--crash-manager", g_args.crash_manager,
-                    "[chaos] the manager crashes too (true|false)");
-  g_cmd->add_option("--speed-change-steps", g_args.speed_change_steps,
-                    "[chaos] steps between speed changes, instead of seconds (the run times its "
-                    "first 8 steps, fault-free, and scales by their median)");
-  g_cmd->add_option("--crash-interval-steps", g_args.crash_interval_steps,
-                    "[chaos] steps between crash rolls, instead of seconds");
-  AddExperimentCommand(app);
-}
-
-int RunParsedTrainCommand() {
-  if (g_cmd && g_cmd->parsed()) return RunTrain();
-  return RunParsedExperimentCommand();
+  cmd->add_option("--speed-change-s", a->speed_change_s, "[chaos] seconds between speed changes");
+  cmd->add_option("--crash-interval-s", a->crash_interval_s,
+                  "[chaos] seconds between crash rolls");
+  cmd->add_option("--crash-probability", a->crash_probability,
+                  "[chaos] crash probability per roll");
+  cmd->add_option("--crash-manager", a->crash_manager,
+                  "[chaos] the manager crashes too (true|false)");
+  cmd->add_option("--speed-change-steps", a->speed_change_steps,
+                  "[chaos] steps between speed changes, instead of seconds (the run times its "
+                  "first 8 steps, fault-free, and scales by their median)");
+  cmd->add_option("--crash-interval-steps", a->crash_interval_steps,
+                  "[chaos] steps between crash rolls, instead of seconds");
+  cmd->callback([a, exit_code] { *exit_code = RunTrain(*a); });
 }
 
 }  // namespace acan::cli

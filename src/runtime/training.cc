@@ -112,6 +112,8 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   };
   if (settings.on_start) {
     TrainPlan plan;
+    plan.layers = job.model.layers;
+    plan.strategy = job.partition.strategy;
     plan.samples = data.rows;
     plan.epochs = epochs;
     plan.total_steps = steps_per_epoch * epochs;

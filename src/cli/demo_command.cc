@@ -1,0 +1,77 @@
+// `acan demo`: a small demonstration of the space: a manager thread puts tasks, handler threads
+// take pouches of them and put results back, the manager collects them.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "acan/space.h"
+#include "cli/commands.h"
+
+namespace acan::cli {
+namespace {
+
+struct DemoArgs {
+  std::string uri = "mem:";
+  int tasks = 1000;
+  int handlers = 2;
+};
+
+int RunDemo(const DemoArgs& args) {
+  auto opened = OpenSpace(args.uri);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "acan demo: %s\n", opened.status().ToString().c_str());
+    return 2;
+  }
+  Space& space = **opened;
+  std::vector<std::thread> pool;
+  std::vector<int> done(args.handlers, 0);
+  for (int h = 0; h < args.handlers; ++h) {
+    pool.emplace_back([&, h] {
+      for (;;) {
+        auto pouch = space.Take("demo.task.*", 4, Deadline::Infinite());
+        if (!pouch.ok()) return;  // closed
+        for (const Tuple& t : *pouch) {
+          int x = t.value.As<int>()[0];
+          (void)space.Put(fmt::format("demo.result.{}", x),
+                          Value::FromVector(std::vector<int>{x * x}));
+          ++done[h];
+        }
+      }
+    });
+  }
+  for (int i = 0; i < args.tasks; ++i) {
+    (void)space.Put(fmt::format("demo.task.{}", i), Value::FromVector(std::vector<int>{i}));
+  }
+  long long sum = 0;
+  for (int i = 0; i < args.tasks; ++i) {
+    auto r = space.Get("demo.result.*", Deadline::Infinite());
+    if (!r.ok()) return 1;
+    sum += r->value.As<int>()[0];
+  }
+  space.Close();
+  for (auto& t : pool) t.join();
+  std::printf("acan demo: %d tasks through %s, %d handlers; sum of squares = %lld\n", args.tasks,
+              args.uri.c_str(), args.handlers, sum);
+  for (int h = 0; h < args.handlers; ++h) std::printf("  handler %d ran %d tasks\n", h, done[h]);
+  return 0;
+}
+
+}  // namespace
+
+void AddDemoCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<DemoArgs>();
+  auto* cmd = app.add_subcommand("demo", "Move tasks and results through a tuple space");
+  cmd->add_option("--space", args->uri, "Space URI")->capture_default_str();
+  cmd->add_option("--tasks", args->tasks, "Number of tasks")
+      ->capture_default_str()
+      ->check(kAtLeastOne);
+  cmd->add_option("--handlers", args->handlers, "Handler threads")
+      ->capture_default_str()
+      ->check(kAtLeastOne);
+  cmd->callback([args, exit_code] { *exit_code = RunDemo(*args); });
+}
+
+}  // namespace acan::cli
