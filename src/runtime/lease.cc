@@ -3,21 +3,20 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <thread>
+#include <algorithm>
 #include <vector>
 
 namespace acan::runtime {
 
-namespace {
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
+Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration,
+             const Env* env)
+    : space_(space),
+      key_(std::move(key)),
+      owner_(std::move(owner)),
+      duration_(duration),
+      env_(env ? env : Env::Default()) {}
 
-Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration)
-    : space_(space), key_(std::move(key)), owner_(std::move(owner)), duration_(duration) {}
+int64_t Lease::NowMs() const { return env_->WallNs() / 1000000; }
 
 Status Lease::PutFree(Space* space, const std::string& key) {
   return space->Put(key, EncodeLeaseMessage({"", 0}));
@@ -51,8 +50,8 @@ Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
 }
 
 Status Lease::PutOurs() {
-  expires_ = std::chrono::system_clock::now() + duration_;
-  renew_at_ = Clock::now() + duration_ / 3;
+  expires_ms_ = NowMs() + duration_.count();
+  renew_at_ = env_->Now() + duration_ / 3;
   return space_->Put(key_, EncodeLeaseMessage({owner_, NowMs() + duration_.count()}));
 }
 
@@ -68,8 +67,8 @@ Status Lease::Acquire(const std::atomic<bool>& stop) {
       ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
       free = m.expires_ms < NowMs() || m.owner == owner_;
     } else if (!missing_since) {
-      missing_since = Clock::now();
-    } else if (Clock::now() - *missing_since >= 2 * duration_) {
+      missing_since = env_->Now();
+    } else if (env_->Now() - *missing_since >= 2 * duration_) {
       // Gone for two lease periods: its holder died between taking and putting it back.
       spdlog::warn("{}: the lease token '{}' was lost; putting a lapsed one back", owner_, key_);
       ACAN_RETURN_IF_ERROR(PutFree(space_, key_));
@@ -88,17 +87,17 @@ Status Lease::Acquire(const std::atomic<bool>& stop) {
       }
     }
     // Look again a fifth of a lease later; `stop` ends the wait.
-    const auto until = Clock::now() + duration_ / 5;
-    while (Clock::now() < until && !stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto until = env_->Now() + duration_ / 5;
+    while (env_->Now() < until && !stop.load()) {
+      env_->SleepUntil(std::min(until, env_->Now() + std::chrono::milliseconds(2)));
     }
   }
 }
 
-Status Lease::Keep() { return Clock::now() >= renew_at_ ? Renew() : Status::Ok(); }
+Status Lease::Keep() { return env_->Now() >= renew_at_ ? Renew() : Status::Ok(); }
 
 Status Lease::Renew() {
-  while (std::chrono::system_clock::now() < expires_) {
+  while (NowMs() < expires_ms_) {
     ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 10)));
     if (!m.has_value()) continue;  // someone is looking at it; try again
     if (m->owner != owner_) {

@@ -14,14 +14,17 @@
 #include <string>
 
 #include "acan/space.h"
+#include "runtime/env.h"
 #include "runtime/messages.h"
 
 namespace acan::runtime {
 
 class Lease {
  public:
-  // REQUIRES: `space` outlives the lease.
-  Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration);
+  // REQUIRES: `space` (and `env`) outlive the lease. Times come from `env` (null: the default),
+  // so a test drives them.
+  Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration,
+        const Env* env = nullptr);
 
   // Puts a free (lapsed) token: a new job's.
   static Status PutFree(Space* space, const std::string& key);
@@ -44,14 +47,16 @@ class Lease {
   // Takes the token with any duplicates; the one that lapses last, or none by the deadline.
   Result<std::optional<LeaseMessage>> Take(Deadline deadline);
   Status PutOurs();
+  int64_t NowMs() const;  // the wall clock, as the token's expiry
 
   Space* space_;
   std::string key_;
   std::string owner_;
   std::chrono::milliseconds duration_;
+  const Env* env_;
   bool took_over_ = false;
   Clock::time_point renew_at_;
-  std::chrono::system_clock::time_point expires_;
+  int64_t expires_ms_ = 0;  // our lease's end, wall clock
 };
 
 }  // namespace acan::runtime

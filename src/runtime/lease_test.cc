@@ -91,5 +91,29 @@ TEST_F(LeaseTest, StopEndsTheWaitOfAStandby) {
   EXPECT_TRUE(b.Acquire(stop).IsCancelled());
 }
 
+// The same on a clock the test owns: an hour-long lease lapses in no time, and the standby takes
+// over within a fifth of a lease (its polling period) after the lapse, never before.
+TEST_F(LeaseTest, OnAManualClockAStandbyTakesOverRightAfterTheLapse) {
+  ManualEnv env;
+  const auto hour = std::chrono::milliseconds(std::chrono::hours(1));
+  Lease a(space.get(), kKey, "a", hour, &env);
+  Lease b(space.get(), kKey, "b", hour, &env);
+  ASSERT_TRUE(a.Acquire(stop).ok());
+  const auto start = env.Now();
+  ASSERT_TRUE(b.Acquire(stop).ok());
+  EXPECT_GE(env.Now() - start, hour);
+  EXPECT_LE(env.Now() - start, hour + hour / 5 + 2ms);
+  EXPECT_TRUE(b.took_over());
+  EXPECT_TRUE(a.Renew().IsUnavailable());
+  // b renews a third of a lease on, not before.
+  env.Advance(hour / 3 - 1ms);
+  const int64_t expires = Tokens()[0].expires_ms;
+  ASSERT_TRUE(b.Keep().ok());
+  EXPECT_EQ(Tokens()[0].expires_ms, expires);
+  env.Advance(2ms);
+  ASSERT_TRUE(b.Keep().ok());
+  EXPECT_GT(Tokens()[0].expires_ms, expires);
+}
+
 }  // namespace
 }  // namespace acan::runtime

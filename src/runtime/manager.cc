@@ -47,7 +47,7 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       job_(job),
       data_(data),
       options_(std::move(options)),
-      lease_(space_, layout_.Lease().str(), options_.owner, options_.lease),
+      lease_(space_, layout_.Lease().str(), options_.owner, options_.lease, options_.env),
       versions_(space_, &layout_, options_.window),
       liveness_(space_, &layout_, options_.env ? options_.env : Env::Default()),
       controller_([&] {
