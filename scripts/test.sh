@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs missing Debian packages, builds, runs the quick suite,
-# the concurrency tests under ThreadSanitizer, and the find_package consumer project.
+# the concurrency, runtime and public API tests under ThreadSanitizer, and the find_package
+# consumer project (the library, the installed conformance suite, examples/library).
 # Set ACAN_TEST_LABELS (a ctest label regex) to run another subset, e.g. "quick|concurrency|chaos|slow".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,15 +18,20 @@ ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$job
 echo "== concurrency, runtime and chaos tests under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANITIZE=thread \
   -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target space_stress_test runtime_test chaos_test
+cmake --build build-tsan -j"$jobs" --target space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 120 \
-  -R '^(MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
+  -R '^(MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
 
 echo "== install and find_package(acan) from a consumer project"
 rm -rf build-consumer "$root/build/stage"
 cmake --install build --prefix "$root/build/stage" >/dev/null
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$root/build/stage" >/dev/null
 cmake --build build-consumer >/dev/null
-LD_LIBRARY_PATH="$root/build/stage/lib" ./build-consumer/consumer
+export LD_LIBRARY_PATH="$root/build/stage/lib"
+./build-consumer/consumer examples/feasibility.toml
+./build-consumer/conformance --gtest_brief=1
+./build-consumer/examples/train_job examples/feasibility.toml "$root/build-consumer/out"
+./build-consumer/examples/roles examples/feasibility.toml 3
+unset LD_LIBRARY_PATH
 echo "== all tests passed"

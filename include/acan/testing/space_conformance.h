@@ -3,9 +3,14 @@
 // backend registered with RegisterSpaceScheme outside this repository can prove itself against
 // the same contract as the built-in ones. A backend instantiates it with a factory type that has
 //   static acan::Result<std::unique_ptr<acan::Space>> Open(const acan::SpaceOptions&);
-// returning a new, empty space for each call, e.g.
-//   struct MyFactory { static auto Open(const acan::SpaceOptions& o) { return acan::OpenSpace("my:", o); } };
-//   INSTANTIATE_TYPED_TEST_SUITE_P(My, acan::testing::SpaceConformance, MyFactory);
+// returning a new, empty space for each call; GoogleTest's macro wants the suite's plain name, so
+// instantiate it inside namespace acan::testing (tests/consumer/conformance.cc does this):
+//   namespace acan::testing {
+//   struct MyFactory {
+//     static Result<std::unique_ptr<Space>> Open(const SpaceOptions& o) { return OpenSpace("my:", o); }
+//   };
+//   INSTANTIATE_TYPED_TEST_SUITE_P(My, SpaceConformance, MyFactory);
+//   }  // namespace acan::testing
 #pragma once
 
 #include <gtest/gtest.h>
