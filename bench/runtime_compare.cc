@@ -59,8 +59,7 @@ JobConfig MlpJob(int64_t samples, int64_t batch, int64_t micro) {
 }
 
 // The design note's 44-44-1 toy (JobConfig's defaults) for one epoch of `samples`.
-JobConfig ToyJob(int64_t samples, Strategy strategy = Strategy::kData,
-                     int64_t task_size = 0) {
+JobConfig ToyJob(int64_t samples, Strategy strategy = Strategy::kData, int64_t task_size = 0) {
   JobConfig job;
   job.data.samples = samples;
   job.train.epochs = 1;

@@ -19,9 +19,9 @@
 namespace acan {
 
 struct ModelTensor {
-  std::string name;             // "layers.0.weight"
-  std::vector<int64_t> shape;   // [out, in] for a weight, [out] for a bias
-  std::vector<float> values;    // row-major, shape's product of them
+  std::string name;            // "layers.0.weight"
+  std::vector<int64_t> shape;  // [out, in] for a weight, [out] for a bias
+  std::vector<float> values;   // row-major, shape's product of them
 };
 
 class ACAN_EXPORT Model {
@@ -60,11 +60,11 @@ ACAN_EXPORT Result<Model> LoadModel(const std::string& path);
 ACAN_EXPORT Status SaveModel(const Model& model, const std::string& path);
 
 struct EvalResult {
-  std::string split;     // "test" (the job's held-out split) or "train" (it has none)
+  std::string split;  // "test" (the job's held-out split) or "train" (it has none)
   int64_t rows = 0;
-  double loss = 0;       // mean per-row loss, the job's model.loss
+  double loss = 0;  // mean per-row loss, the job's model.loss
   bool classification = false;
-  double accuracy = 0;   // classification: fraction of rows whose argmax is the label
+  double accuracy = 0;  // classification: fraction of rows whose argmax is the label
   // Classification, one entry per class (model output): the accuracy on the rows of that label
   // (0 when there is none) and how many rows have it.
   std::vector<double> per_class_accuracy;

@@ -109,7 +109,8 @@ using SpaceFactory =
 
 // Opens a space by URI, e.g. "mem:" or "mem:?max_total_bytes=1048576". Unknown schemes and bad
 // parameters are InvalidArgument naming them. URI parameters override `options`.
-ACAN_EXPORT Result<std::unique_ptr<Space>> OpenSpace(std::string_view uri, const SpaceOptions& options = {});
+ACAN_EXPORT Result<std::unique_ptr<Space>> OpenSpace(std::string_view uri,
+                                                     const SpaceOptions& options = {});
 
 // Adds a backend; AlreadyExists when the scheme is taken. Thread-safe.
 ACAN_EXPORT Status RegisterSpaceScheme(std::string scheme, SpaceFactory factory);

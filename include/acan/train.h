@@ -42,8 +42,8 @@ struct TrainProgress {
 
 // One epoch's figures.
 struct EpochReport {
-  int64_t epoch = 0;      // 1-based
-  double train_loss = 0;  // mean over the epoch's mini-batches, as trained
+  int64_t epoch = 0;                    // 1-based
+  double train_loss = 0;                // mean over the epoch's mini-batches, as trained
   std::optional<double> test_loss;      // when the job has a test split
   std::optional<double> test_accuracy;  // ... and is a classification
 };
@@ -62,9 +62,9 @@ struct TrainPlan {
 };
 
 struct TrainOptions {
-  int handlers = 0;        // handler threads; 0: the job's runtime.handlers
-  int64_t window = 0;      // update window; 0: the job's runtime.window
-  std::string space_uri;   // empty: the job's runtime.space
+  int handlers = 0;            // handler threads; 0: the job's runtime.handlers
+  int64_t window = 0;          // update window; 0: the job's runtime.window
+  std::string space_uri;       // empty: the job's runtime.space
   std::string job_id = "job";  // the token every key of the job starts with
   // The initial model: `init_model` if set, else the safetensors file `init_path` if given, else
   // the job's model.init.
@@ -100,12 +100,12 @@ struct TrainResult {
   TrainProgress progress;  // at the end
   std::vector<HandlerFigures> handlers;
   std::vector<EpochReport> epochs;
-  double initial_loss = 0;  // the initial model over the training set
-  double final_loss = 0;    // the trained model over the training set
+  double initial_loss = 0;               // the initial model over the training set
+  double final_loss = 0;                 // the trained model over the training set
   std::optional<double> train_accuracy;  // classification
   std::optional<EvalResult> test;        // on the test split, when the job has one
-  double train_s = 0;  // training alone (the run less its per-epoch evaluations)
-  double wall_s = 0;   // the whole run
+  double train_s = 0;                    // training alone (the run less its per-epoch evaluations)
+  double wall_s = 0;                     // the whole run
   int64_t manager_crashes = 0;
   std::string summary_json;  // summary.json (fields in docs/operations.md)
   std::shared_ptr<const internal::TrainRecord> record;

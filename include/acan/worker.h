@@ -31,7 +31,7 @@ struct HandlerOptions {
   int id = 0;  // unique among the job's handlers; a restarted handler keeps its id
   // Task types it runs ("forward", "activation", "loss", "backward", "update"); empty: every type.
   std::vector<std::string> task_types;
-  int pouch = 1;  // tasks taken at once
+  int pouch = 1;         // tasks taken at once
   std::stop_token stop;  // leave: the task in hand is abandoned, the rest of the pouch put back
   std::chrono::milliseconds poll{50};  // how often an idle handler looks at the stop and the job
 };
@@ -69,9 +69,9 @@ struct ManagerOptions {
 };
 
 struct ManagerReport {
-  bool job_finished = false;  // false: it stopped on its token first
-  bool was_active = false;    // it held the lease at some point
-  TrainProgress progress;     // the job's, as stored in the space at the end
+  bool job_finished = false;   // false: it stopped on its token first
+  bool was_active = false;     // it held the lease at some point
+  TrainProgress progress;      // the job's, as stored in the space at the end
   std::optional<Model> model;  // the trained model, when the job is finished
 };
 

@@ -35,8 +35,8 @@ int RunEval(const EvalArgs& args) {
   auto result = Evaluate(*model, *job);
   if (!result.ok()) {
     if (result.status().code() != StatusCode::kInvalidArgument) return Fail(result.status());
-    return Fail(result.status().WithContext(args.model + " does not fit [model] layers of " +
-                                            args.config));
+    return Fail(
+        result.status().WithContext(args.model + " does not fit [model] layers of " + args.config));
   }
   const std::string& split = result->split;
   const EvalResult* report = &*result;

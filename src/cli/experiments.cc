@@ -1,17 +1,15 @@
 // The design note's experiments (DESIGN.md section 8): feasibility, adaptivity, robustness.
 // Each prints its claims with the figures that support them, writes the artefacts of `acan
 // train` plus experiment.json, and exits non-zero when a claim does not hold.
-#include <memory>
-
-#include "cli/commands.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <thread>
 
+#include "cli/commands.h"
 #include "cli/run_support.h"
 #include "nn/model.h"
 #include "runtime/process.h"

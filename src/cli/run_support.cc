@@ -34,8 +34,8 @@ class ProgressLine {
         "epoch {}/{}  step {}/{}  loss {:.5f}  {:.0f} samples/s  tasks {}  retransmits {}  ETA "
         "{:.1f}s",
         p.epoch, p.epochs, p.step, p.total_steps, p.epoch_loss,
-        elapsed > 0 ? double(p.samples) / elapsed : 0.0, p.tasks_completed,
-        p.tasks_retransmitted, eta);
+        elapsed > 0 ? double(p.samples) / elapsed : 0.0, p.tasks_completed, p.tasks_retransmitted,
+        eta);
     if (tty_) {
       std::fprintf(stderr, "\r%-110s%s", line.c_str(), epoch_end ? "\n" : "");
     } else {

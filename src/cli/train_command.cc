@@ -84,11 +84,9 @@ void AddTrainCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--trace", a->trace,
                 "Also write trace.json: every completed task execution on its handler's lane, "
                 "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
-  cmd->add_option("--speeds", a->speeds, "[chaos] slow-down factors, e.g. 1,5,10")
-      ->delimiter(',');
+  cmd->add_option("--speeds", a->speeds, "[chaos] slow-down factors, e.g. 1,5,10")->delimiter(',');
   cmd->add_option("--speed-change-s", a->speed_change_s, "[chaos] seconds between speed changes");
-  cmd->add_option("--crash-interval-s", a->crash_interval_s,
-                  "[chaos] seconds between crash rolls");
+  cmd->add_option("--crash-interval-s", a->crash_interval_s, "[chaos] seconds between crash rolls");
   cmd->add_option("--crash-probability", a->crash_probability,
                   "[chaos] crash probability per roll");
   cmd->add_option("--crash-manager", a->crash_manager,

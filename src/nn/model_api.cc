@@ -66,8 +66,9 @@ Result<Model> Model::FromTensors(std::vector<ModelTensor> tensors, std::string_v
     auto it = map.find(nn::WeightName(l));
     if (it == map.end()) break;
     if (it->second.shape.size() != 2) {
-      return Status::InvalidArgument(fmt::format("{}: tensor \"{}\" has {} dimensions, not 2 [out, in]",
-                                                 source, it->first, it->second.shape.size()));
+      return Status::InvalidArgument(
+          fmt::format("{}: tensor \"{}\" has {} dimensions, not 2 [out, in]", source, it->first,
+                      it->second.shape.size()));
     }
     if (l == 0) widths.push_back(it->second.shape[1]);
     widths.push_back(it->second.shape[0]);
@@ -83,7 +84,8 @@ Result<Model> Model::FromTensors(std::vector<ModelTensor> tensors, std::string_v
   Model out;
   out.widths_ = m.widths;
   for (int l = 0; l < m.NumLayers(); ++l) {
-    out.tensors_.push_back({nn::WeightName(l), {m.widths[l + 1], m.widths[l]}, std::move(m.weights[l])});
+    out.tensors_.push_back(
+        {nn::WeightName(l), {m.widths[l + 1], m.widths[l]}, std::move(m.weights[l])});
     out.tensors_.push_back({nn::BiasName(l), {m.widths[l + 1]}, std::move(m.biases[l])});
   }
   return out;
@@ -125,9 +127,9 @@ Status SaveModel(const Model& model, const std::string& path) {
 
 Result<EvalResult> Evaluate(const Model& model, const JobConfig& job) {
   if (model.widths() != job.model.layers) {
-    return Status::InvalidArgument(fmt::format(
-        "the model's widths [{}] are not the job's model.layers [{}]",
-        fmt::join(model.widths(), ", "), fmt::join(job.model.layers, ", ")));
+    return Status::InvalidArgument(
+        fmt::format("the model's widths [{}] are not the job's model.layers [{}]",
+                    fmt::join(model.widths(), ", "), fmt::join(job.model.layers, ", ")));
   }
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job));
   std::string split = "test";

@@ -5,9 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "acan/acan.h"
 #include "nn/model.h"
@@ -24,7 +23,8 @@ activation = "tanh"
 loss = "mse"
 [data]
 source = "synthetic"
-samples = )" + std::to_string(samples) + R"(
+samples = )" + std::to_string(samples) +
+                            R"(
 [train]
 epochs = 2
 batch = 1
@@ -216,7 +216,9 @@ TEST(ApiTest, AManagerAndHandlersRunAsSeparateRolesGiveTheReferenceWeights) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_TRUE(again->job_finished);
   EXPECT_EQ(again->model->Sha256(), m->model->Sha256());
-  auto late = RunHandler(uri, "roles", HandlerOptions{.id = 1});
+  HandlerOptions one;
+  one.id = 1;
+  auto late = RunHandler(uri, "roles", one);
   ASSERT_TRUE(late.ok());
   EXPECT_TRUE(late->job_finished);
   EXPECT_EQ(late->incarnation, 2);  // handler 1's second run

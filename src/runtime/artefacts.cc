@@ -11,8 +11,8 @@
 
 namespace acan::runtime {
 
-Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data,
-                            const nn::Model& init, const RunResult& run) {
+Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+                            const RunResult& run) {
   RunFigures f;
   ACAN_ASSIGN_OR_RETURN(nn::EvalReport before, nn::Evaluate(init, data, job));
   ACAN_ASSIGN_OR_RETURN(nn::EvalReport after, nn::Evaluate(run.model, data, job));
@@ -22,8 +22,8 @@ Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data,
   return f;
 }
 
-nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options,
-                           const RunResult& run, const RunFigures& figures) {
+nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
+                           const RunFigures& figures) {
   using nlohmann::json;
   const Progress& p = run.progress;
   json j;

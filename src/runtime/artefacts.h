@@ -19,11 +19,11 @@ struct RunFigures {
 };
 
 // Evaluates the initial and trained models on `data`.
-Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data,
-                            const nn::Model& init, const RunResult& run);
+Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+                            const RunResult& run);
 
-nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options,
-                           const RunResult& run, const RunFigures& figures);
+nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
+                           const RunFigures& figures);
 
 // Writes model.safetensors and summary.json into `dir` (created when missing).
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);

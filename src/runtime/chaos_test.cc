@@ -24,7 +24,7 @@ loss = "softmax_cross_entropy"
 [data]
 source = "synthetic"
 samples = )" + std::to_string(samples) +
-                                R"(
+                            R"(
 [train]
 epochs = 2
 batch = 16
@@ -34,7 +34,7 @@ seed = 5
 [partition]
 strategy = ")" + strategy + R"("
 task_size = )" + std::to_string(task_size) +
-                                "\n");
+                            "\n");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
   return *job;
 }

@@ -59,9 +59,8 @@ Status SlowedEnv::ExecuteTask(const nn::TaskSpec& spec,
   const double speed = speed_->load(std::memory_order_relaxed);
   if (speed <= 1.0) return s;
   const auto until = start + std::chrono::duration_cast<Clock::duration>((Now() - start) * speed);
-  auto renew = context.renew_every.count() > 0
-                   ? start + context.renew_every
-                   : Clock::time_point::max();
+  auto renew =
+      context.renew_every.count() > 0 ? start + context.renew_every : Clock::time_point::max();
   auto stopped = [&] { return context.stop && context.stop->load(std::memory_order_relaxed); };
   while (Now() < until && !stopped()) {
     if (Now() >= renew) {
@@ -82,7 +81,8 @@ Clock::time_point ManualEnv::Now() const {
 int64_t ManualEnv::WallNs() const { return wall_base_ns_ + now_ns_.load(); }
 
 void ManualEnv::SleepUntil(Clock::time_point t) const {
-  const int64_t target = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  const int64_t target =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   int64_t now = now_ns_.load();
   while (now < target && !now_ns_.compare_exchange_weak(now, target)) {
   }

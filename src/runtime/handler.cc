@@ -26,12 +26,10 @@ std::vector<Pattern> Handler::Patterns() const {
   return out;
 }
 
-
-Status Handler::PutClaim(const Key& claim_key, std::chrono::nanoseconds lease,
-                         bool replace) {
-  ACAN_RETURN_IF_ERROR(space_->Put(
-      claim_key,
-      Value::FromVector(std::vector<int64_t>{options_.incarnation, env_->WallNs() + lease.count()})));
+Status Handler::PutClaim(const Key& claim_key, std::chrono::nanoseconds lease, bool replace) {
+  ACAN_RETURN_IF_ERROR(
+      space_->Put(claim_key, Value::FromVector(std::vector<int64_t>{
+                                 options_.incarnation, env_->WallNs() + lease.count()})));
   if (replace) (void)space_->Take(claim_key, 1, Deadline::Now());  // the oldest: the previous one
   return Status::Ok();
 }
@@ -53,6 +51,7 @@ Status Handler::Announce() {
 void Handler::Run(const std::atomic<bool>& stop) {
   const std::vector<Pattern> patterns = Patterns();
   size_t next = 0;
+  Clock::time_point next_until_check = env_->Now();
   while (!stop.load(std::memory_order_relaxed)) {
     int pouch = options_.pouch ? std::max(1, options_.pouch->load(std::memory_order_relaxed)) : 1;
     // One capability: block on it. Several (MIMD): look at each in turn without blocking, then
@@ -71,7 +70,12 @@ void Handler::Run(const std::atomic<bool>& stop) {
     }
     if (!got.ok()) {
       if (got.status().IsCancelled()) return;
-      if (options_.until && options_.until()) return;
+      // The job may be over: asked at most once a poll period (an MIMD handler's takes return
+      // every few milliseconds).
+      if (options_.until && env_->Now() >= next_until_check) {
+        if (options_.until()) return;
+        next_until_check = env_->Now() + options_.poll;
+      }
       continue;
     }
     if (stop.load(std::memory_order_relaxed)) {

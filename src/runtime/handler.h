@@ -55,7 +55,8 @@ struct HandlerOptions {
   TraceRecorder* trace = nullptr;
   // The clock and the kernels (a SlowedEnv for a slow processor); null: Env::Default().
   const Env* env = nullptr;
-  // Asked whenever a take finds nothing: true ends Run (the job is over). Null: never.
+  // Asked when a take finds nothing (at most once a `poll`): true ends Run (the job is over).
+  // Null: never.
   std::function<bool()> until;
 };
 

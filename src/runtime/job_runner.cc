@@ -59,8 +59,8 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   }
   std::vector<std::unique_ptr<ManagerSlot>> slots;
   for (int m = 0; m < (options.standby ? 2 : 1); ++m) {
-    slots.push_back(std::make_unique<ManagerSlot>(m, space.get(), layout, job, data, options,
-                                                  hooks, &telemetry, &end, &killed_once));
+    slots.push_back(std::make_unique<ManagerSlot>(m, space.get(), layout, job, data, options, hooks,
+                                                  &telemetry, &end, &killed_once));
   }
   // Chaos in seconds starts now; in steps, once the calibration steps are timed.
   std::unique_ptr<Chaos> chaos;

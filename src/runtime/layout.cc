@@ -31,23 +31,6 @@ std::string Join(const Key& key, size_t from, size_t to) {
 
 }  // namespace
 
-std::string_view ToString(KeyKind kind) {
-  switch (kind) {
-    case KeyKind::kTask: return "task";
-    case KeyKind::kTensor: return "tensor";
-    case KeyKind::kState: return "state";
-    case KeyKind::kProposal: return "proposal";
-    case KeyKind::kDone: return "done";
-    case KeyKind::kRestartNotice: return "restart notice";
-    case KeyKind::kClaim: return "claim";
-    case KeyKind::kAlive: return "alive";
-    case KeyKind::kStepOpen: return "step marker";
-    case KeyKind::kManagerState: return "manager state";
-    case KeyKind::kLease: return "lease";
-  }
-  return "?";
-}
-
 Layout::Layout(std::string job) : job_(std::move(job)), job_key_(Key::Parse(job_).value()) {}
 
 Key Layout::Make(std::string text) const { return Key::Parse(text).value(); }

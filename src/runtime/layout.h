@@ -45,13 +45,12 @@ enum class KeyKind {
   kManagerState,
   kLease,
 };
-std::string_view ToString(KeyKind kind);
 
 // A key of a job, taken apart. Fields that the kind has no use for keep their defaults.
 struct ParsedKey {
   KeyKind kind = KeyKind::kTask;
   std::optional<nn::TaskType> task_type;  // kTask
-  std::string task_key;  // kTask, kDone, kClaim: "mb.s12.m0"
+  std::string task_key;                   // kTask, kDone, kClaim: "mb.s12.m0"
   std::string name;      // kTensor: the tensor key; kState, kProposal: the shard key
   int64_t step = -1;     // of the task or tensor key, a proposal, a step marker (-1: none)
   int64_t version = -1;  // kState

@@ -81,10 +81,10 @@ TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {
 
 TEST(LayoutTest, ForeignAndMalformedKeysAreRefusedByName) {
   const Layout layout("job");
-  for (const char* text : {"other.t.x.s1", "job", "job.zzz.q", "job.p.param.l0.w.x3",
-                           "job.u.param.l0.w.v3", "job.claim.mb.s1.x4", "job.alive.h",
-                           "job.alive.h1.h2", "job.step.s", "job.m.other", "job.task.fly.x.s1",
-                           "job.done.restarted.hx", "job.task.update"}) {
+  for (const char* text :
+       {"other.t.x.s1", "job", "job.zzz.q", "job.p.param.l0.w.x3", "job.u.param.l0.w.v3",
+        "job.claim.mb.s1.x4", "job.alive.h", "job.alive.h1.h2", "job.step.s", "job.m.other",
+        "job.task.fly.x.s1", "job.done.restarted.hx", "job.task.update"}) {
     auto key = Key::Parse(text);
     ASSERT_TRUE(key.ok()) << text;
     auto p = layout.Parse(*key);

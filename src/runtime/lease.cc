@@ -57,22 +57,23 @@ Status Lease::PutOurs() {
 
 Status Lease::Acquire(const std::atomic<bool>& stop) {
   const Pattern pattern = Pattern::Parse(key_).value();
-  std::optional<Clock::time_point> missing_since;
+  // When the token was first found missing (max: it was not).
+  Clock::time_point missing_since = Clock::time_point::max();
   for (;;) {
     if (stop.load()) return Status::Cancelled(owner_ + " stopped while standing by");
     ACAN_ASSIGN_OR_RETURN(auto seen, space_->Read(pattern));
     bool free = false;
     if (seen.has_value()) {
-      missing_since.reset();
+      missing_since = Clock::time_point::max();
       ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
       free = m.expires_ms < NowMs() || m.owner == owner_;
-    } else if (!missing_since) {
+    } else if (missing_since == Clock::time_point::max()) {
       missing_since = env_->Now();
-    } else if (env_->Now() - *missing_since >= 2 * duration_) {
+    } else if (env_->Now() - missing_since >= 2 * duration_) {
       // Gone for two lease periods: its holder died between taking and putting it back.
       spdlog::warn("{}: the lease token '{}' was lost; putting a lapsed one back", owner_, key_);
       ACAN_RETURN_IF_ERROR(PutFree(space_, key_));
-      missing_since.reset();
+      missing_since = Clock::time_point::max();
       continue;
     }
     if (free) {

@@ -4,17 +4,6 @@
 
 namespace acan::runtime {
 
-std::string_view ToString(ClaimState state) {
-  switch (state) {
-    case ClaimState::kNone: return "none";
-    case ClaimState::kAlive: return "alive";
-    case ClaimState::kLapsed: return "lapsed";
-    case ClaimState::kStale: return "stale";
-    case ClaimState::kDead: return "dead";
-  }
-  return "?";
-}
-
 Result<ClaimState> Liveness::ClaimOf(std::string_view task_key) {
   ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_->ClaimPattern(task_key)));
   ClaimState result = ClaimState::kNone;

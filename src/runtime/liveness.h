@@ -19,7 +19,6 @@ namespace acan::runtime {
 // incarnation (its handler stopped: lost), only claims of restarted incarnations (lost), or only
 // claims of handlers announced dead (lost).
 enum class ClaimState { kNone, kAlive, kLapsed, kStale, kDead };
-std::string_view ToString(ClaimState state);
 
 class Liveness {
  public:

@@ -11,34 +11,13 @@
 #include "nn/model.h"
 #include "runtime/handler.h"
 #include "runtime/messages.h"
+#include "runtime/probe.h"
 
 namespace acan::runtime {
 
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
-
-struct Manager::TaskRun {
-  nn::TaskSpec spec;
-  std::string encoded_spec;  // nn::EncodeTask(spec), made at admission, off the critical path
-  int64_t work = 0;          // floats it reads and writes: bigger tasks are sent first
-  int missing = 0;           // step tensors this task reads that do not exist yet
-  bool dispatched = false;
-  bool done = false;
-  int32_t attempt = 0;
-  Clock::time_point sent_at;
-  Clock::time_point deadline;
-};
-
-struct Manager::ActiveStep {
-  const nn::Plan* plan = nullptr;
-  int64_t step = 0;
-  int64_t rows = 0;
-  std::vector<TaskRun> tasks;
-  std::unordered_map<std::string, std::vector<size_t>> waiting;  // tensor -> tasks reading it
-  std::vector<std::string> inputs;                               // the step's input tensors
-  size_t done = 0;
-};
 
 Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Dataset* data,
                  ManagerOptions options)
@@ -109,8 +88,8 @@ Status Manager::LoadState() {
     progress_.epochs.resize(job_->train.epochs);
   int64_t task_size = progress_.task_size > 0 ? progress_.task_size : options_.task_size;
   if (options_.adapt_task_size && progress_.task_size <= 0) {
-    task_size = InitialTaskSize(
-        job_->model.layers, job_->partition.strategy == Strategy::kTiles, job_->train.batch);
+    task_size = InitialTaskSize(job_->model.layers, job_->partition.strategy == Strategy::kTiles,
+                                job_->train.batch);
   }
   ACAN_ASSIGN_OR_RETURN(plan_, PlanFor(task_size));
   progress_.task_size = plan_->task_size();
@@ -163,10 +142,7 @@ Status Manager::Admit(int64_t step) {
     ACAN_ASSIGN_OR_RETURN(plan_, PlanFor(controller_.task_size()));
     progress_.task_size = plan_->task_size();
   }
-  ActiveStep& st = active_[step];
-  st.plan = plan_;
-  st.step = step;
-  st.rows = batcher_->BatchRows(step);
+  const int64_t rows = batcher_->BatchRows(step);
   nn::Batch batch = batcher_->Get(step);
   // Open the step before anything of it exists (a recovered step may be open already).
   std::optional<Tuple> open;
@@ -174,30 +150,17 @@ Status Manager::Admit(int64_t step) {
     ACAN_ASSIGN_OR_RETURN(open, space_->Read(layout_.StepOpen(step)));
   }
   if (!open.has_value()) ACAN_RETURN_IF_ERROR(space_->Put(layout_.StepOpen(step), Value()));
-  std::unordered_set<std::string> present;
-  for (auto& [key, tensor] : st.plan->StepInputs(step, st.rows, batch.x, batch.t)) {
-    st.inputs.push_back(key);
-    present.insert(key);
+  std::vector<std::string> inputs;
+  for (auto& [key, tensor] : plan_->StepInputs(step, rows, batch.x, batch.t)) {
+    inputs.push_back(key);
     if (recovering) {
       ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
       if (t.has_value()) continue;
     }
     ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
   }
-  std::vector<nn::TaskSpec> specs = st.plan->StepTasks(step, st.rows);
-  st.tasks.resize(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    TaskRun& t = st.tasks[i];
-    t.spec = std::move(specs[i]);
-    t.encoded_spec = nn::EncodeTask(t.spec);
-    t.work = nn::TaskWork(t.spec);
-    task_index_[t.spec.key] = {step, i};
-    for (const std::string& in : t.spec.inputs) {
-      if (nn::Plan::IsStateKey(in) || present.count(in)) continue;
-      ++t.missing;
-      st.waiting[in].push_back(i);
-    }
-  }
+  ActiveStep& st = active_[step] = StepFlow::Build(plan_, step, rows, std::move(inputs));
+  for (size_t i = 0; i < st.tasks.size(); ++i) task_index_[st.tasks[i].spec.key] = {step, i};
   if (recovering) ACAN_RETURN_IF_ERROR(Recover(st));
   for (size_t i = 0; i < st.tasks.size(); ++i) {
     if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(step, i);
@@ -242,8 +205,7 @@ Status Manager::Recover(ActiveStep& st) {
     ++st.done;
     for (const std::string& out : t.spec.outputs) {
       if (!nn::Plan::IsStateKey(out)) {
-        for (size_t i : st.waiting[out]) --st.tasks[i].missing;
-        st.waiting.erase(out);
+        (void)st.Provide(out);  // what becomes ready is released below, with the rest
       } else if (versions_.Current(out) == st.step) {
         ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
       }
@@ -314,13 +276,8 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
 }
 
 Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
-  auto it = st.waiting.find(tensor);
-  if (it == st.waiting.end()) return Status::Ok();
-  std::vector<size_t> readers = std::move(it->second);
-  st.waiting.erase(it);
-  for (size_t i : readers) {
-    TaskRun& t = st.tasks[i];
-    if (--t.missing == 0 && !t.dispatched && Ready(st, t)) newly_ready_.emplace_back(st.step, i);
+  for (size_t i : st.Provide(tensor)) {
+    if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(st.step, i);
   }
   return Status::Ok();
 }
@@ -498,18 +455,13 @@ Status Manager::CleanupStep(const ActiveStep& st) {
 Status Manager::CleanupLeftStep() {
   const int64_t step = progress_.next_step - 1;
   if (step < 0) return Status::Ok();
-  ActiveStep st;
-  st.plan = plan_;
-  st.step = step;
-  st.rows = batcher_->BatchRows(step);
+  const int64_t rows = batcher_->BatchRows(step);
   nn::Batch batch = batcher_->Get(step);
-  for (auto& [key, tensor] : plan_->StepInputs(step, st.rows, batch.x, batch.t)) {
-    st.inputs.push_back(key);
+  std::vector<std::string> inputs;
+  for (auto& [key, tensor] : plan_->StepInputs(step, rows, batch.x, batch.t)) {
+    inputs.push_back(key);
   }
-  for (nn::TaskSpec& spec : plan_->StepTasks(step, st.rows)) {
-    st.tasks.emplace_back().spec = std::move(spec);
-  }
-  return CleanupStep(st);
+  return CleanupStep(StepFlow::Build(plan_, step, rows, std::move(inputs), /*encode=*/false));
 }
 
 Status Manager::FinalizeSteps() {
@@ -578,46 +530,22 @@ Clock::time_point Manager::NextWake() const {
   return wake;
 }
 
-// Runs the next step's tasks once, here, on copies, to time each class before the first real
-// sample: the first timeouts are then a multiple of a measured task time, not a guess.
+// The first manager of a job times one step's tasks (runtime/probe.h), within a quarter of its
+// lease.
 void Manager::ProbeTasks() {
   const int64_t step = progress_.next_step;
-  const int64_t rows = batcher_->BatchRows(step);
-  nn::Batch batch = batcher_->Get(step);
-  std::unordered_map<std::string, std::vector<float>> tensors;
-  for (auto& [k, v] : plan_->StepInputs(step, rows, batch.x, batch.t)) tensors[k] = std::move(v);
+  std::unordered_map<std::string, std::vector<float>> state;
   for (const auto& [key, v] : versions_.versions()) {
     auto t = space_->Read(layout_.State(key, v));
     if (!t.ok() || !t->has_value()) return;
     auto f = (*t)->value.As<float>();
-    tensors[key].assign(f.begin(), f.end());
+    state[key].assign(f.begin(), f.end());
   }
-  std::vector<std::vector<float>> outputs;
-  // A fraction of the lease at most, renewed on the way: a probe must not cost the lease.
-  const auto budget_end = Clock::now() + options_.lease / 4;
-  for (const nn::TaskSpec& task : plan_->StepTasks(step, rows)) {
-    if (Clock::now() >= budget_end) return;
-    if (!lease_.Keep().ok()) return;
-    std::vector<std::span<const float>> in;
-    for (const std::string& k : task.inputs) in.emplace_back(tensors[k]);
-    nn::TaskSpec run = task;
-    double scale = 1;
-    if (task.op == nn::TaskOp::kChain && task.parts > 1) {
-      // A chain is its first mini-batch `parts` times over: time one, scale by the count.
-      run.rows = std::min(task.batch, task.rows);
-      run.parts = 1;
-      if (!run.lrs.empty()) run.lrs.resize(1);
-      in[0] = in[0].first(in[0].size() / task.rows * run.rows);
-      in[1] = in[1].first(in[1].size() / task.rows * run.rows);
-      scale = double(task.parts);
-    }
-    const auto start = Clock::now();
-    if (!nn::ExecuteTask(run, in, &outputs).ok()) return;
-    const auto elapsed = duration_cast<nanoseconds>(Clock::now() - start);
-    controller_.Probe(task, nanoseconds(static_cast<int64_t>(double(elapsed.count()) * scale)));
-    if (scale != 1) return;  // its outputs are not the step's: nothing further to time
-    for (size_t i = 0; i < outputs.size(); ++i) tensors[task.outputs[i]] = std::move(outputs[i]);
-  }
+  const Env& env = options_.env ? *options_.env : *Env::Default();
+  ProbeStep(
+      *plan_, step, batcher_->Get(step), std::move(state), env, env.Now() + options_.lease / 4,
+      [this] { return lease_.Keep().ok(); },
+      [this](const nn::TaskSpec& task, nanoseconds took) { controller_.Probe(task, took); });
 }
 
 // A new incarnation (or the first) rebuilds the steps a predecessor may have had in flight from

@@ -31,6 +31,7 @@
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "runtime/controller.h"
+#include "runtime/dataflow.h"
 #include "runtime/dispatch.h"
 #include "runtime/env.h"
 #include "runtime/layout.h"
@@ -102,8 +103,8 @@ class Manager {
   static Result<Progress> ReadProgress(Space* space, const Layout& layout);
 
  private:
-  struct TaskRun;
-  struct ActiveStep;
+  using TaskRun = StepTask;
+  using ActiveStep = StepFlow;
 
   Status LoadState();
   Status SaveState();
@@ -155,7 +156,7 @@ class Manager {
   std::unordered_map<std::string, TaskRef> task_index_;  // task key -> step, index
   int64_t next_admit_ = 0;
   std::vector<TaskRef> newly_ready_;  // ready, to be released biggest first
-  int64_t recover_steps_ = 0;  // steps still to admit with a look at what is already done
+  int64_t recover_steps_ = 0;         // steps still to admit with a look at what is already done
   // The task tuples in the space when this incarnation began recovering (its predecessor's).
   std::optional<std::unordered_set<std::string>> queued_at_start_;
 };

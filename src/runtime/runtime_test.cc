@@ -16,7 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 
 JobConfig Job(const std::string& strategy, int64_t samples = 24, int64_t batch = 1,
-                  int64_t task_size = 0, const std::string& extra = "") {
+              int64_t task_size = 0, const std::string& extra = "") {
   std::string text = R"(
 [model]
 layers = [44, 44, 1]

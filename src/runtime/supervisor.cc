@@ -89,8 +89,8 @@ void ManagerSlot::Loop() {
         has_controller_ = true;
       }
       if (options_.on_progress) options_.on_progress(p);
-      if (hooks_.kill_manager_after_step >= 0 &&
-          p.next_step >= hooks_.kill_manager_after_step && !killed_once_->exchange(true)) {
+      if (hooks_.kill_manager_after_step >= 0 && p.next_step >= hooks_.kill_manager_after_step &&
+          !killed_once_->exchange(true)) {
         crash_.store(true);
       }
     };

@@ -18,10 +18,10 @@ using namespace std::chrono_literals;
 // Calls `on_take` when a take of tasks returns some.
 class TakeHook : public SpaceWrapper {
  public:
-  using SpaceWrapper::SpaceWrapper;
   using SpaceWrapper::Put;
   using SpaceWrapper::Read;
   using SpaceWrapper::ReadAll;
+  using SpaceWrapper::SpaceWrapper;
   using SpaceWrapper::Take;
   std::function<void()> on_take;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override {

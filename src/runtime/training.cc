@@ -67,9 +67,9 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
                                     : nn::LoadModel(settings.init_path, job.model.layers));
   }
   if (init.widths != job.model.layers) {
-    return Status::InvalidArgument(fmt::format(
-        "the initial model's widths [{}] are not the job's model.layers [{}]",
-        fmt::join(init.widths, ", "), fmt::join(job.model.layers, ", ")));
+    return Status::InvalidArgument(
+        fmt::format("the initial model's widths [{}] are not the job's model.layers [{}]",
+                    fmt::join(init.widths, ", "), fmt::join(job.model.layers, ", ")));
   }
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, data));
   nn::Batcher batcher(&data, nn::Plan::StepBatch(job, options.task_size, data.rows),

@@ -1,11 +1,12 @@
 // The public roles (acan/worker.h) over the runtime's Handler and Manager.
+#include "acan/worker.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <stop_token>
 
-#include "acan/worker.h"
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
@@ -135,8 +136,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     runtime::Manager manager(&space, layout, &job, &data, mo);
     Status s = manager.Run(stop);
     if (s.ok()) break;
-    if (stop.load()) break;                   // stopped (Cancelled), as if killed
-    if (s.IsUnavailable()) continue;          // lost the lease: a standby again
+    if (stop.load()) break;           // stopped (Cancelled), as if killed
+    if (s.IsUnavailable()) continue;  // lost the lease: a standby again
     return s;
   }
   ACAN_ASSIGN_OR_RETURN(runtime::Progress p, runtime::Manager::ReadProgress(&space, layout));
@@ -144,8 +145,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   report.progress = runtime::ToTrainProgress(p, steps_per_epoch, job.train.epochs);
   if (p.finished) {
     ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, p.task_size, data.rows));
-    ACAN_ASSIGN_OR_RETURN(nn::Model model,
-                          runtime::ReadModel(&space, layout, plan, p.total_steps));
+    ACAN_ASSIGN_OR_RETURN(nn::Model model, runtime::ReadModel(&space, layout, plan, p.total_steps));
     report.model = nn::ToPublicModel(model);
   }
   return report;

@@ -46,9 +46,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "consumer: the saved model differs from the trained one\n");
     return 1;
   }
-  std::printf("consumer: acan::Train on the feasibility job: loss per epoch %.5f, %.5f; %lld "
-              "tasks, no retransmission; model saved and loaded bit for bit\n",
-              r->epochs[0].train_loss, r->epochs[1].train_loss,
-              static_cast<long long>(r->progress.tasks_completed));
+  std::printf(
+      "consumer: acan::Train on the feasibility job: loss per epoch %.5f, %.5f; %lld "
+      "tasks, no retransmission; model saved and loaded bit for bit\n",
+      r->epochs[0].train_loss, r->epochs[1].train_loss,
+      static_cast<long long>(r->progress.tasks_completed));
   return 0;
 }

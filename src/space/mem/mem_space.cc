@@ -237,8 +237,9 @@ SpaceStats MemSpace::Stats() const {
 
 namespace {
 
-// A handle on a named in-process space (mem:?name=NAME): every handle of a name shares one MemSpace,
-// which lives as long as its last handle. Close() closes the shared space for every handle.
+// A handle on a named in-process space (mem:?name=NAME): every handle of a name shares one
+// MemSpace, which lives as long as its last handle. Close() closes the shared space for every
+// handle.
 class NamedMemSpace final : public SpaceWrapper {
  public:
   NamedMemSpace(std::string uri, std::shared_ptr<MemSpace> shared)
