@@ -42,4 +42,17 @@ std::vector<size_t> StepFlow::Provide(const std::string& tensor) {
   return unblocked;
 }
 
+void RemoveStep(Space* space, const Layout& layout, const StepFlow& st) {
+  auto drop = [&](const Key& key) { (void)space->Take(key, SIZE_MAX, Deadline::Now()); };
+  drop(layout.StepOpen(st.step));  // first: see above
+  for (const std::string& k : st.inputs) drop(layout.Tensor(k));
+  for (const StepTask& t : st.tasks) {
+    drop(layout.Task(t.spec.type, t.spec.key));
+    for (const Tuple& c : space->ReadAll(layout.ClaimPattern(t.spec.key)).value_or({})) {
+      drop(c.key);
+    }
+    for (const std::string& out : t.spec.outputs) drop(layout.Output(out, st.step));
+  }
+}
+
 }  // namespace acan::runtime

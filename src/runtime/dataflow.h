@@ -3,6 +3,7 @@
 // task reads is another task's output, and a task can run (as far as tensors go) once all of
 // those have been provided. Parameter and velocity shards are not tracked here: the version store
 // says which versions exist. Plain value; one manager owns each.
+// RemoveStep clears a finished step out of the space.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "acan/clock.h"
+#include "acan/space.h"
 #include "nn/plan.h"
 #include "nn/task.h"
+#include "runtime/layout.h"
 
 namespace acan::runtime {
 
@@ -50,5 +53,10 @@ struct StepFlow {
  private:
   std::unordered_map<std::string, std::vector<size_t>> waiting_;  // tensor -> tasks reading it
 };
+
+// Removes what a step left in the space: the step marker first (a handler whose outputs land
+// from then on finds it gone and takes them back), its inputs, queued copies of its tasks, their
+// claims and every output. Tuples of other steps stay.
+void RemoveStep(Space* space, const Layout& layout, const StepFlow& step);
 
 }  // namespace acan::runtime

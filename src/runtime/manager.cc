@@ -433,19 +433,7 @@ Status Manager::CheckDeadlines() {
 }
 
 Status Manager::CleanupStep(const ActiveStep& st) {
-  auto drop = [&](const Key& key) { (void)space_->Take(key, SIZE_MAX, Deadline::Now()); };
-  // Closed first: a handler whose outputs land from now on finds it gone and takes them back.
-  drop(layout_.StepOpen(st.step));
-  for (const std::string& k : st.inputs) drop(layout_.Tensor(k));
-  for (const TaskRun& t : st.tasks) {
-    drop(layout_.Task(t.spec.type, t.spec.key));
-    for (const Tuple& c : space_->ReadAll(layout_.ClaimPattern(t.spec.key)).value_or({})) {
-      drop(c.key);
-    }
-    for (const std::string& out : t.spec.outputs) {
-      drop(layout_.Output(out, st.step));
-    }
-  }
+  RemoveStep(space_, layout_, st);
   return Status::Ok();
 }
 
@@ -498,26 +486,6 @@ Status Manager::FinalizeSteps() {
     }
   }
   return Status::Ok();
-}
-
-Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
-                            int64_t version) {
-  Status missing;
-  nn::Model m = plan.ModelFromState([&](const std::string& key) {
-    auto t = space->Read(layout.State(key, version));
-    if (!t.ok() || !t->has_value()) {
-      if (missing.ok()) {
-        missing = !t.ok() ? t.status()
-                          : Status::DataLoss(fmt::format("version {} of '{}' is not in the space",
-                                                         version, key));
-      }
-      return std::vector<float>();
-    }
-    auto v = (*t)->value.As<float>();
-    return std::vector<float>(v.begin(), v.end());
-  });
-  ACAN_RETURN_IF_ERROR(missing);
-  return m;
 }
 
 Clock::time_point Manager::NextWake() const {

@@ -161,8 +161,4 @@ class Manager {
   std::optional<std::unordered_set<std::string>> queued_at_start_;
 };
 
-// The model whose shards are at `version` in the space (DataLoss when a shard lacks it).
-Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
-                            int64_t version);
-
 }  // namespace acan::runtime

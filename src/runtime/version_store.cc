@@ -76,4 +76,24 @@ void VersionStore::DropStale(const std::string& shard, int64_t step) {
   if (stale >= 0) (void)space_->Take(layout_->State(shard, stale), 16, Deadline::Now());
 }
 
+Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
+                            int64_t version) {
+  Status missing;
+  nn::Model m = plan.ModelFromState([&](const std::string& key) {
+    auto t = space->Read(layout.State(key, version));
+    if (!t.ok() || !t->has_value()) {
+      if (missing.ok()) {
+        missing = !t.ok() ? t.status()
+                          : Status::DataLoss(fmt::format("version {} of '{}' is not in the space",
+                                                         version, key));
+      }
+      return std::vector<float>();
+    }
+    auto v = (*t)->value.As<float>();
+    return std::vector<float>(v.begin(), v.end());
+  });
+  ACAN_RETURN_IF_ERROR(missing);
+  return m;
+}
+
 }  // namespace acan::runtime

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "acan/space.h"
+#include "nn/model.h"
+#include "nn/plan.h"
 #include "runtime/layout.h"
 
 namespace acan::runtime {
@@ -59,5 +61,9 @@ class VersionStore {
   int64_t window_;
   std::map<std::string, int64_t> versions_;
 };
+
+// The model whose shards are at `version` in the space (DataLoss naming a shard that lacks it).
+Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
+                            int64_t version);
 
 }  // namespace acan::runtime
