@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "consumer: acan::Train on the feasibility job: loss per epoch %.5f, %.5f; %lld "
-      "tasks, no retransmission; model saved and loaded bit for bit\n",
+      "tasks; the same weights twice; model saved and loaded bit for bit\n",
       r->epochs[0].train_loss, r->epochs[1].train_loss,
       static_cast<long long>(r->progress.tasks_completed));
   return 0;
