@@ -15,28 +15,12 @@
 namespace acan {
 namespace {
 
+// The note's feasibility job (examples/feasibility.toml), smaller: `samples` rows, 3 handlers.
 JobConfig Feasibility(int64_t samples = 40) {
-  auto job = ParseJobString(R"(
-[model]
-layers = [44, 44, 1]
-activation = "tanh"
-loss = "mse"
-[data]
-source = "synthetic"
-samples = )" + std::to_string(samples) +
-                            R"(
-[train]
-epochs = 2
-batch = 1
-lr = 0.05
-seed = 42
-[partition]
-strategy = "tiles"
-task_size = 11
-[runtime]
-handlers = 3
-)");
+  auto job = ParseJobFile(ACAN_EXAMPLES_DIR "/feasibility.toml");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
+  job->data.samples = samples;
+  job->runtime.handlers = 3;
   return *job;
 }
 
