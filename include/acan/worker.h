@@ -78,7 +78,8 @@ struct ManagerReport {
 // Runs a manager of `job` until the job is finished or the stop token fires: creates the job in
 // the space if it is not there (the version-0 parameters, the state, a free lease), waits for
 // the lease as a standby, then runs or resumes the job from the space. Several managers may be
-// started at once: duplicates of a new job's initial tuples are identical and harmless.
+// started at once: given the same initial model, duplicates of a new job's initial tuples are
+// identical and harmless (the lease merges duplicate tokens, the state keeps the newest).
 ACAN_EXPORT Result<ManagerReport> RunManager(std::string_view space_uri, const JobConfig& job,
                                              const ManagerOptions& options = {});
 ACAN_EXPORT Result<ManagerReport> RunManager(Space& space, const JobConfig& job,

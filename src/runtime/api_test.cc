@@ -208,6 +208,41 @@ TEST(ApiTest, AManagerAndHandlersRunAsSeparateRolesGiveTheReferenceWeights) {
   EXPECT_EQ(late->incarnation, 2);  // handler 1's second run
 }
 
+// Two managers started at once on a new job: both create it (identical duplicates), one holds the
+// lease, the other stands by; the job finishes once, with the reference weights.
+TEST(ApiTest, TwoManagersStartedTogetherRunTheJobOnce) {
+  const JobConfig job = Feasibility(20);
+  const std::string uri = "mem:?name=api-test-two-managers";
+  auto keep = OpenSpace(uri);
+  ASSERT_TRUE(keep.ok());
+  std::vector<Result<ManagerReport>> managers(2, Status::Internal("not run"));
+  std::vector<std::thread> threads;
+  for (int m = 0; m < 2; ++m) {
+    threads.emplace_back([&, m] {
+      ManagerOptions mo;
+      mo.name = "manager-" + std::to_string(m);
+      mo.lease = std::chrono::milliseconds(200);
+      managers[m] = RunManager(uri, job, mo);
+    });
+  }
+  for (int h = 0; h < 2; ++h) {
+    threads.emplace_back([&, h] {
+      HandlerOptions ho;
+      ho.id = h;
+      EXPECT_TRUE(RunHandler(uri, "job", ho).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string reference = ReferenceSha(job);
+  for (int m = 0; m < 2; ++m) {
+    ASSERT_TRUE(managers[m].ok()) << managers[m].status().ToString();
+    EXPECT_TRUE(managers[m]->job_finished);
+    ASSERT_TRUE(managers[m]->model.has_value());
+    EXPECT_EQ(managers[m]->model->Sha256(), reference);
+  }
+  EXPECT_TRUE(managers[0]->was_active || managers[1]->was_active);
+}
+
 TEST(ApiTest, StopTokensEndTheRolesEarly) {
   const JobConfig job = Feasibility();
   auto space = OpenSpace("mem:");
