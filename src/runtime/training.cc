@@ -77,10 +77,15 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   const int64_t steps_per_epoch = batcher.BatchesPerEpoch();
   const int64_t epochs = job.train.epochs;
 
-  // The latest progress (the epoch's training loss for the epoch report), on the manager's thread.
-  Progress latest;
+  // The training loss of each epoch as its last step is applied (for the epoch report, which the
+  // manager's thread makes right after), kept only then: the progress is a sizeable copy.
+  std::vector<double> epoch_loss(epochs, 0.0);
   options.on_progress = [&](const Progress& p) {
-    latest = p;
+    const int64_t e = (p.next_step - 1) / steps_per_epoch;
+    if (p.next_step % steps_per_epoch == 0 && e < epochs && size_t(e) < p.epochs.size() &&
+        p.epochs[e].rows > 0) {
+      epoch_loss[e] = p.epochs[e].loss_sum / double(p.epochs[e].rows);
+    }
     if (settings.on_progress) settings.on_progress(ToTrainProgress(p, steps_per_epoch, epochs));
   };
   // Held-out evaluation after every epoch (its time is reported apart from training's).
@@ -91,9 +96,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   options.on_epoch_end = [&](int64_t epoch, const nn::Model& model) {
     EpochReport report;
     report.epoch = epoch + 1;
-    if (size_t(epoch) < latest.epochs.size() && latest.epochs[epoch].rows > 0) {
-      report.train_loss = latest.epochs[epoch].loss_sum / double(latest.epochs[epoch].rows);
-    }
+    if (epoch < epochs) report.train_loss = epoch_loss[epoch];
     if (test && settings.evaluate_each_epoch) {
       const auto start = Clock::now();
       auto r = nn::Evaluate(model, *test, job);
