@@ -9,6 +9,7 @@
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "runtime/job_runner.h"
+#include "runtime/version_oracle.h"
 
 namespace acan::runtime {
 namespace {
@@ -130,6 +131,22 @@ struct Case {
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.strategy << "/" << c.task_size; }
 
+// RunJob with the independent oracle beneath it: whatever crashed, each shard's versions must
+// have landed exactly once, in order, each from a proposal (checked from the space, not from the
+// manager's counters).
+Result<RunResult> RunWatched(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+                             const RunOptions& o, RunHooks hooks = {}) {
+  VersionOracle oracle(o.job_token);
+  hooks.wrap_space = [&](std::unique_ptr<Space> inner) { return oracle.Wrap(std::move(inner)); };
+  auto r = RunJob(job, data, init, o, hooks);
+  if (r.ok()) {
+    Status exactly_once =
+        oracle.CheckJob(job, r->progress.task_size, data.rows, r->progress.total_steps);
+    EXPECT_TRUE(exactly_once.ok()) << exactly_once.ToString();
+  }
+  return r;
+}
+
 class ChaosTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
@@ -150,7 +167,7 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   o.chaos.crash_probability = 0.7;
   o.chaos.crash_manager = true;
   o.chaos.seed = 3;
-  auto r = RunJob(job, data, init, o);
+  auto r = RunWatched(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ExpectWithinBound(r->census, BoundFor(job, data, c.task_size, o.window, o.handlers));
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
@@ -187,7 +204,7 @@ TEST(ChaosTest, DeathNoticesRetransmitWithoutWaitingForDeadlines) {
   o.chaos.crash_probability = 1.0;
   o.chaos.crash_manager = false;
   o.chaos.seed = 8;
-  auto r = RunJob(job, data, init, o);
+  auto r = RunWatched(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
   int64_t crashes = 0;
@@ -230,7 +247,7 @@ TEST_P(ChaosTest, ManagerKilledRightAfterEveryRecoveryStillFinishes) {
   o.manager_restart_delay = 1ms;
   RunHooks hooks;
   hooks.kill_manager_after_recovery = 1.25;
-  auto r = RunJob(job, data, init, o, hooks);
+  auto r = RunWatched(job, data, init, o, hooks);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
   EXPECT_EQ(r->progress.gaps, 0);

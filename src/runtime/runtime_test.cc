@@ -8,6 +8,7 @@
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "runtime/job_runner.h"
+#include "runtime/version_oracle.h"
 #include "space/fault_space.h"
 
 namespace acan::runtime {
@@ -69,11 +70,23 @@ struct Prepared {
   Reference ref;
 };
 
+// A run with the independent oracle beneath any injected faults: every run these tests make is
+// also held to exactly-once by what landed in the space, not by the manager's counters.
 RunResult RunDistributed(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                          RunOptions options, const RunHooks& hooks = {}) {
-  auto r = RunJob(job, data, init, options, hooks);
+  VersionOracle oracle(options.job_token);
+  RunHooks watched = hooks;
+  watched.wrap_space = [&](std::unique_ptr<Space> inner) {
+    std::unique_ptr<Space> seen = oracle.Wrap(std::move(inner));
+    return hooks.wrap_space ? hooks.wrap_space(std::move(seen)) : std::move(seen);
+  };
+  auto r = RunJob(job, data, init, options, watched);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : RunResult{};
+  if (!r.ok()) return RunResult{};
+  Status exactly_once =
+      oracle.CheckJob(job, r->progress.task_size, data.rows, r->progress.total_steps);
+  EXPECT_TRUE(exactly_once.ok()) << exactly_once.ToString();
+  return std::move(r).value();
 }
 
 void ExpectInvariants(const RunResult& r, const JobConfig& job) {

@@ -1,0 +1,133 @@
+#include "runtime/version_oracle.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "nn/plan.h"
+#include "space/space_wrapper.h"
+
+namespace acan::runtime {
+
+namespace {
+
+// FNV-1a over the value's bytes: equal bytes, equal hash; a collision between two different
+// tensors of one shard would be needed to hide a wrong version.
+uint64_t HashOf(const Value& v) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < v.size(); ++i) {
+    h ^= static_cast<uint8_t>(v.data()[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class OracleSpace final : public SpaceWrapper {
+ public:
+  OracleSpace(std::unique_ptr<Space> inner, VersionOracle* oracle)
+      : SpaceWrapper(inner.get()), owned_(std::move(inner)), oracle_(oracle) {}
+  using SpaceWrapper::Put;
+  Status Put(Key key, Value value, Deadline deadline) override {
+    const Key copy = key;
+    const Value v = value;
+    Status s = SpaceWrapper::Put(std::move(key), std::move(value), deadline);
+    if (s.ok()) oracle_->OnPut(copy, v);
+    return s;
+  }
+
+ private:
+  std::unique_ptr<Space> owned_;
+  VersionOracle* oracle_;
+};
+
+}  // namespace
+
+std::unique_ptr<Space> VersionOracle::Wrap(std::unique_ptr<Space> inner) {
+  return std::make_unique<OracleSpace>(std::move(inner), this);
+}
+
+void VersionOracle::OnPut(const Key& key, const Value& value) {
+  if (key.token_count() < 2) return;
+  auto parsed = layout_.Parse(key);
+  if (!parsed.ok()) return;
+  if (parsed->kind != KeyKind::kState && parsed->kind != KeyKind::kProposal) return;
+  const bool state = parsed->kind == KeyKind::kState;
+  const uint64_t hash = HashOf(value);
+  std::lock_guard lock(mu_);
+  (state ? versions_ : proposals_)[parsed->name].push_back(
+      {state ? parsed->version : parsed->step, hash, next_order_++});
+}
+
+Status VersionOracle::Check(const std::vector<std::string>& shards, int64_t final_version) const {
+  std::lock_guard lock(mu_);
+  for (const std::string& shard : shards) {
+    auto fail = [&](int64_t version, const std::string& what) {
+      return Status::DataLoss(
+          fmt::format("oracle: shard '{}' version {}: {}", shard, version, what));
+    };
+    auto it = versions_.find(shard);
+    if (it == versions_.end()) return fail(0, "never written");
+    std::vector<Landed> written = it->second;
+    std::stable_sort(written.begin(), written.end(),
+                     [](const Landed& a, const Landed& b) { return a.number < b.number; });
+    for (size_t i = 0; i < written.size(); ++i) {
+      const int64_t want = static_cast<int64_t>(i);
+      if (written[i].number != want) {
+        return fail(written[i].number < want ? written[i].number : want,
+                    written[i].number < want ? "written twice" : "never written (a gap)");
+      }
+      if (i > 0 && written[i].order < written[i - 1].order) {
+        return fail(want, "written before the version it follows");
+      }
+    }
+    if (static_cast<int64_t>(written.size()) != final_version + 1) {
+      return fail(static_cast<int64_t>(written.size()),
+                  fmt::format("the last written is {}, not the final {}",
+                              static_cast<int64_t>(written.size()) - 1, final_version));
+    }
+    const auto p = proposals_.find(shard);
+    for (size_t n = 1; n < written.size(); ++n) {
+      bool from_proposal = false;
+      if (p != proposals_.end()) {
+        for (const Landed& u : p->second) {
+          from_proposal =
+              from_proposal || (u.number == static_cast<int64_t>(n) - 1 &&
+                                u.hash == written[n].hash && u.order < written[n].order);
+        }
+      }
+      if (!from_proposal) {
+        return fail(
+            static_cast<int64_t>(n),
+            fmt::format("not bitwise any proposal of step {} that landed before it", n - 1));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status VersionOracle::CheckJob(const JobConfig& job, int64_t task_size, int64_t rows,
+                               int64_t total_steps) const {
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, task_size, rows));
+  std::vector<std::string> shards;
+  for (const nn::ShardSpec& s : plan.shards()) {
+    shards.push_back(s.key);
+    if (!s.momentum_key.empty()) shards.push_back(s.momentum_key);
+  }
+  return Check(shards, total_steps);
+}
+
+int64_t VersionOracle::versions_written() const {
+  std::lock_guard lock(mu_);
+  int64_t n = 0;
+  for (const auto& [k, v] : versions_) n += static_cast<int64_t>(v.size());
+  return n;
+}
+
+int64_t VersionOracle::proposals_seen() const {
+  std::lock_guard lock(mu_);
+  int64_t n = 0;
+  for (const auto& [k, v] : proposals_) n += static_cast<int64_t>(v.size());
+  return n;
+}
+
+}  // namespace acan::runtime

@@ -1,0 +1,58 @@
+// VersionOracle: an account of the exactly-once claim kept apart from the code that makes it.
+// A space wrapper records every parameter or velocity version that lands in the space
+// (<job>.p.<shard>.v<n>) and every proposal (<job>.u.<shard>.s<step>), with a hash of its bytes
+// and the order in which they landed; Check then holds the run to DESIGN.md section 5 without
+// asking the manager: each shard's versions 0..final were each written exactly once, in order,
+// and version n is bitwise a proposal of step n - 1 that had landed before it. The manager's own
+// counters (gaps, repeats) are not consulted. Thread-safe: the wrapper may be called from any
+// number of threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "acan/job.h"
+#include "acan/space.h"
+#include "runtime/layout.h"
+
+namespace acan::runtime {
+
+class VersionOracle {
+ public:
+  explicit VersionOracle(const std::string& job) : layout_(job) {}
+
+  // A space that forwards to `inner` and tells this oracle what lands there. Wrap the space the
+  // faults act on top of, so a dropped put never counts. REQUIRES: the oracle outlives it.
+  std::unique_ptr<Space> Wrap(std::unique_ptr<Space> inner);
+
+  // Records a put that landed (what the wrapper calls; tests may feed it directly).
+  void OnPut(const Key& key, const Value& value);
+
+  // OK when every shard in `shards` went through versions 0..final_version exactly as above;
+  // otherwise DataLoss naming the first shard, version and what was wrong.
+  Status Check(const std::vector<std::string>& shards, int64_t final_version) const;
+  // The same for every shard of `job`'s plan (partition of `task_size` over `rows` rows, momentum
+  // shards included) after `total_steps` steps.
+  Status CheckJob(const JobConfig& job, int64_t task_size, int64_t rows, int64_t total_steps) const;
+
+  int64_t versions_written() const;
+  int64_t proposals_seen() const;
+
+ private:
+  struct Landed {
+    int64_t number = 0;  // the version, or the step of a proposal
+    uint64_t hash = 0;
+    int64_t order = 0;  // when it landed, among everything recorded
+  };
+  Layout layout_;
+  mutable std::mutex mu_;
+  int64_t next_order_ = 0;                                // guarded by mu_
+  std::map<std::string, std::vector<Landed>> versions_;   // guarded by mu_
+  std::map<std::string, std::vector<Landed>> proposals_;  // guarded by mu_
+};
+
+}  // namespace acan::runtime

@@ -1,0 +1,93 @@
+// The oracle itself: it passes a run that wrote each version once, in order, from a proposal, and
+// names each way a run can break exactly-once (a gap, a repeat, a version out of order, one not
+// from any proposal, one from a proposal that landed after it, a run that stopped short).
+#include "runtime/version_oracle.h"
+
+#include <gtest/gtest.h>
+
+namespace acan::runtime {
+namespace {
+
+struct VersionOracleTest : ::testing::Test {
+  static Value V(float x) { return Value::FromVector(std::vector<float>{x}); }
+  void Version(int64_t n, float x) { oracle.OnPut(layout.State("param.l0.w", n), V(x)); }
+  void Proposal(int64_t step, float x) { oracle.OnPut(layout.Proposal("param.l0.w", step), V(x)); }
+  std::string Check(int64_t final_version = 2) {
+    Status s = oracle.Check({"param.l0.w"}, final_version);
+    return s.ok() ? "ok" : s.message();
+  }
+  Layout layout{"job"};
+  VersionOracle oracle{"job"};
+};
+
+TEST_F(VersionOracleTest, AFaithfulRunPasses) {
+  Version(0, 0.5f);
+  Proposal(0, 1.5f);
+  Proposal(0, 1.5f);  // a duplicate handler's copy
+  Version(1, 1.5f);
+  oracle.OnPut(layout.Tensor("x.s1"), V(7));  // not a version: ignored
+  Proposal(1, 2.5f);
+  Version(2, 2.5f);
+  EXPECT_EQ(Check(), "ok");
+  EXPECT_EQ(oracle.versions_written(), 3);
+  EXPECT_EQ(oracle.proposals_seen(), 3);
+}
+
+TEST_F(VersionOracleTest, AGapIsNamed) {
+  Version(0, 0.5f);
+  Proposal(1, 2.5f);
+  Version(2, 2.5f);
+  EXPECT_NE(Check().find("version 1: never written (a gap)"), std::string::npos) << Check();
+}
+
+TEST_F(VersionOracleTest, AVersionWrittenTwiceIsNamed) {
+  Version(0, 0.5f);
+  Proposal(0, 1.5f);
+  Version(1, 1.5f);
+  Version(1, 1.5f);
+  EXPECT_NE(Check(1).find("version 1: written twice"), std::string::npos) << Check(1);
+}
+
+TEST_F(VersionOracleTest, AVersionNotFromItsProposalIsNamed) {
+  Version(0, 0.5f);
+  Proposal(0, 1.5f);
+  Version(1, 9.0f);  // not the proposal's bytes
+  EXPECT_NE(Check(1).find("version 1: not bitwise any proposal of step 0"), std::string::npos)
+      << Check(1);
+}
+
+TEST_F(VersionOracleTest, AVersionBeforeItsProposalOrItsPredecessorIsNamed) {
+  Version(0, 0.5f);
+  Version(1, 1.5f);
+  Proposal(0, 1.5f);  // landed after the version it is said to have made
+  EXPECT_NE(Check(1).find("not bitwise any proposal"), std::string::npos) << Check(1);
+
+  VersionOracle other("job");
+  other.OnPut(layout.State("param.l0.w", 1), V(1.5f));
+  other.OnPut(layout.State("param.l0.w", 0), V(0.5f));
+  EXPECT_NE(other.Check({"param.l0.w"}, 1).message().find("written before the version it follows"),
+            std::string::npos);
+}
+
+TEST_F(VersionOracleTest, ARunThatStoppedShortOrAShardNeverWrittenIsNamed) {
+  Version(0, 0.5f);
+  Proposal(0, 1.5f);
+  Version(1, 1.5f);
+  EXPECT_NE(Check(2).find("the last written is 1, not the final 2"), std::string::npos);
+  EXPECT_NE(oracle.Check({"param.l0.b"}, 0).message().find("'param.l0.b' version 0: never written"),
+            std::string::npos);
+}
+
+TEST_F(VersionOracleTest, TheWrapperRecordsOnlyWhatLanded) {
+  auto space = oracle.Wrap(OpenSpace("mem:?max_value_bytes=8").value());
+  ASSERT_TRUE(space->Put(layout.State("param.l0.w", 0), V(0.5f)).ok());
+  EXPECT_FALSE(space->Put(layout.Proposal("param.l0.w", 0),
+                          Value::FromVector(std::vector<float>(4)))
+                   .ok());  // too big: refused, so not recorded
+  EXPECT_EQ(oracle.versions_written(), 1);
+  EXPECT_EQ(oracle.proposals_seen(), 0);
+  EXPECT_TRUE((*space->Read(layout.State("param.l0.w", 0))).has_value());
+}
+
+}  // namespace
+}  // namespace acan::runtime
