@@ -136,7 +136,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.strategy << "/" << c.ta
 // manager's counters).
 Result<RunResult> RunWatched(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                              const RunOptions& o, RunHooks hooks = {}) {
-  VersionOracle oracle(o.job_token);
+  VersionOracle oracle(o.job_token, o.window);
   hooks.wrap_space = [&](std::unique_ptr<Space> inner) { return oracle.Wrap(std::move(inner)); };
   auto r = RunJob(job, data, init, o, hooks);
   if (r.ok()) {

@@ -74,7 +74,7 @@ struct Prepared {
 // also held to exactly-once by what landed in the space, not by the manager's counters.
 RunResult RunDistributed(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                          RunOptions options, const RunHooks& hooks = {}) {
-  VersionOracle oracle(options.job_token);
+  VersionOracle oracle(options.job_token, options.window);
   RunHooks watched = hooks;
   watched.wrap_space = [&](std::unique_ptr<Space> inner) {
     std::unique_ptr<Space> seen = oracle.Wrap(std::move(inner));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "nn/plan.h"
+#include "runtime/messages.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {
@@ -50,6 +51,7 @@ void VersionOracle::OnPut(const Key& key, const Value& value) {
   if (key.token_count() < 2) return;
   auto parsed = layout_.Parse(key);
   if (!parsed.ok()) return;
+  if (parsed->kind == KeyKind::kTask) return CheckTask(*parsed, value);
   if (parsed->kind != KeyKind::kState && parsed->kind != KeyKind::kProposal) return;
   const bool state = parsed->kind == KeyKind::kState;
   const uint64_t hash = HashOf(value);
@@ -58,8 +60,34 @@ void VersionOracle::OnPut(const Key& key, const Value& value) {
       {state ? parsed->version : parsed->step, hash, next_order_++});
 }
 
+void VersionOracle::CheckTask(const ParsedKey& task, const Value& value) {
+  auto m = DecodeTaskMessage(value);
+  std::string violation;
+  if (!m.ok()) {
+    violation = fmt::format("task '{}' does not decode: {}", task.task_key, m.status().message());
+  } else {
+    const int64_t s = m->spec.step;
+    const bool update = m->spec.type == nn::TaskType::kUpdate;
+    for (const std::string& in : m->input_keys) {
+      auto k = Key::Parse(in);
+      auto p = k.ok() ? layout_.Parse(*k) : Result<ParsedKey>(k.status());
+      if (!p.ok() || p->kind != KeyKind::kState) continue;
+      const bool within =
+          update ? p->version == s : p->version >= s - window_ + 1 && p->version <= s;
+      if (!within && violation.empty()) {
+        violation = fmt::format("task '{}' (step {}, window {}) reads version {} of '{}'",
+                                task.task_key, s, window_, p->version, p->name);
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  ++tasks_;
+  if (window_violation_.empty()) window_violation_ = violation;
+}
+
 Status VersionOracle::Check(const std::vector<std::string>& shards, int64_t final_version) const {
   std::lock_guard lock(mu_);
+  if (!window_violation_.empty()) return Status::DataLoss("oracle: " + window_violation_);
   for (const std::string& shard : shards) {
     auto fail = [&](int64_t version, const std::string& what) {
       return Status::DataLoss(
@@ -121,6 +149,11 @@ int64_t VersionOracle::versions_written() const {
   int64_t n = 0;
   for (const auto& [k, v] : versions_) n += static_cast<int64_t>(v.size());
   return n;
+}
+
+int64_t VersionOracle::tasks_seen() const {
+  std::lock_guard lock(mu_);
+  return tasks_;
 }
 
 int64_t VersionOracle::proposals_seen() const {

@@ -3,9 +3,11 @@
 // (<job>.p.<shard>.v<n>) and every proposal (<job>.u.<shard>.s<step>), with a hash of its bytes
 // and the order in which they landed; Check then holds the run to DESIGN.md section 5 without
 // asking the manager: each shard's versions 0..final were each written exactly once, in order,
-// and version n is bitwise a proposal of step n - 1 that had landed before it. The manager's own
-// counters (gaps, repeats) are not consulted. Thread-safe: the wrapper may be called from any
-// number of threads.
+// and version n is bitwise a proposal of step n - 1 that had landed before it. It also reads every
+// task that lands and checks the versions it is told to read against the window W: an update of
+// step s reads exactly version s, any other task of step s a version in [s - W + 1, s]. The
+// manager's own counters (gaps, repeats) are not consulted. Thread-safe: the wrapper may be called
+// from any number of threads.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@ namespace acan::runtime {
 
 class VersionOracle {
  public:
-  explicit VersionOracle(const std::string& job) : layout_(job) {}
+  VersionOracle(const std::string& job, int64_t window) : layout_(job), window_(window) {}
 
   // A space that forwards to `inner` and tells this oracle what lands there. Wrap the space the
   // faults act on top of, so a dropped put never counts. REQUIRES: the oracle outlives it.
@@ -41,6 +43,7 @@ class VersionOracle {
 
   int64_t versions_written() const;
   int64_t proposals_seen() const;
+  int64_t tasks_seen() const;
 
  private:
   struct Landed {
@@ -48,8 +51,13 @@ class VersionOracle {
     uint64_t hash = 0;
     int64_t order = 0;  // when it landed, among everything recorded
   };
+  void CheckTask(const ParsedKey& task, const Value& value);
+
   Layout layout_;
+  int64_t window_;
   mutable std::mutex mu_;
+  int64_t tasks_ = 0;                                     // guarded by mu_
+  std::string window_violation_;                          // the first; guarded by mu_
   int64_t next_order_ = 0;                                // guarded by mu_
   std::map<std::string, std::vector<Landed>> versions_;   // guarded by mu_
   std::map<std::string, std::vector<Landed>> proposals_;  // guarded by mu_

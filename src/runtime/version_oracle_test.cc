@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "nn/plan.h"
+#include "runtime/messages.h"
+
 namespace acan::runtime {
 namespace {
 
@@ -17,7 +20,7 @@ struct VersionOracleTest : ::testing::Test {
     return s.ok() ? "ok" : s.message();
   }
   Layout layout{"job"};
-  VersionOracle oracle{"job"};
+  VersionOracle oracle{"job", 2};
 };
 
 TEST_F(VersionOracleTest, AFaithfulRunPasses) {
@@ -62,7 +65,7 @@ TEST_F(VersionOracleTest, AVersionBeforeItsProposalOrItsPredecessorIsNamed) {
   Proposal(0, 1.5f);  // landed after the version it is said to have made
   EXPECT_NE(Check(1).find("not bitwise any proposal"), std::string::npos) << Check(1);
 
-  VersionOracle other("job");
+  VersionOracle other("job", 1);
   other.OnPut(layout.State("param.l0.w", 1), V(1.5f));
   other.OnPut(layout.State("param.l0.w", 0), V(0.5f));
   EXPECT_NE(other.Check({"param.l0.w"}, 1).message().find("written before the version it follows"),
@@ -76,6 +79,40 @@ TEST_F(VersionOracleTest, ARunThatStoppedShortOrAShardNeverWrittenIsNamed) {
   EXPECT_NE(Check(2).find("the last written is 1, not the final 2"), std::string::npos);
   EXPECT_NE(oracle.Check({"param.l0.b"}, 0).message().find("'param.l0.b' version 0: never written"),
             std::string::npos);
+}
+
+// Tasks as the manager sends them (the note's toy in data partition): at window 2 a micro-batch of
+// step s may read version s or s - 1 of a shard, never older or newer; an update reads exactly
+// the version it advances.
+TEST_F(VersionOracleTest, TasksReadVersionsWithinTheWindow) {
+  const JobConfig job = *ParseJobString("[partition]\nstrategy = \"data\"\n");
+  const nn::Plan plan = nn::Plan::Create(job).value();
+  auto send = [&](VersionOracle& to, bool update, int64_t step, int64_t version) {
+    for (const nn::TaskSpec& spec : plan.StepTasks(step, 1)) {
+      if ((spec.type == nn::TaskType::kUpdate) != update) continue;
+      std::vector<std::string> keys;
+      for (const std::string& in : spec.inputs) {
+        keys.push_back(nn::Plan::IsStateKey(in) ? layout.State(in, version).str()
+                                                : layout.Tensor(in).str());
+      }
+      to.OnPut(layout.Task(spec.type, spec.key), EncodeTaskMessage(1, keys, nn::EncodeTask(spec)));
+      return;
+    }
+  };
+  Version(0, 0.5f);
+  send(oracle, false, 5, 5);
+  send(oracle, false, 5, 4);
+  send(oracle, true, 5, 5);
+  EXPECT_EQ(Check(0), "ok");
+  EXPECT_EQ(oracle.tasks_seen(), 2 + 1);
+  send(oracle, true, 6, 5);  // an update of step 6 from version 5
+  EXPECT_NE(Check(0).find("(step 6, window 2) reads version 5 of"), std::string::npos) << Check(0);
+  VersionOracle stale("job", 2), ahead("job", 2);
+  send(stale, false, 5, 3);  // older than the window
+  EXPECT_NE(stale.Check({}, 0).message().find("(step 5, window 2) reads version 3"),
+            std::string::npos);
+  send(ahead, false, 5, 6);  // a version the step cannot have
+  EXPECT_NE(ahead.Check({}, 0).message().find("reads version 6"), std::string::npos);
 }
 
 TEST_F(VersionOracleTest, TheWrapperRecordsOnlyWhatLanded) {
