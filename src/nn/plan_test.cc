@@ -255,6 +255,8 @@ std::vector<Case> Cases() {
     for (int64_t ts : {0, 4}) {
       for (int64_t st : {0, 2}) c.push_back({Strategy::kPipeline, ts, st, loss});
     }
+    // One mini-batch per chain: these drivers step the trainer one mini-batch at a time.
+    c.push_back({Strategy::kChain, 1, 0, loss});
   }
   return c;
 }

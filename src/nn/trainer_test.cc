@@ -38,7 +38,8 @@ TEST_P(Feasibility_, LossFallsWithinTwoEpochs) {
 INSTANTIATE_TEST_SUITE_P(Strategies, Feasibility_,
                          testing::Values(std::make_pair(Strategy::kData, 0),
                                          std::make_pair(Strategy::kTiles, 11),
-                                         std::make_pair(Strategy::kPipeline, 0)));
+                                         std::make_pair(Strategy::kPipeline, 0),
+                                         std::make_pair(Strategy::kChain, 1)));
 
 TEST(TrainerTest, ClassificationReportsAccuracyAndTaskSizeCanChange) {
   JobConfig job;
