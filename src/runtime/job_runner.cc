@@ -19,6 +19,27 @@
 
 namespace acan::runtime {
 
+namespace {
+
+// RunHooks::crash_in_task_every: a handler's kernels, crashing the handler during every n-th one.
+class CrashInTask final : public EnvWrapper {
+ public:
+  explicit CrashInTask(int64_t every) : EnvWrapper(Env::Default()), every_(every) {}
+  std::function<void()> crash;  // set once its slot exists, before the slot starts
+  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
+                     std::vector<std::vector<float>>* outputs,
+                     const TaskRunContext& context) const override {
+    if (count_.fetch_add(1) % every_ == every_ - 1) crash();
+    return target()->ExecuteTask(spec, inputs, outputs, context);
+  }
+
+ private:
+  int64_t every_;
+  mutable std::atomic<int64_t> count_{0};
+};
+
+}  // namespace
+
 Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                          const RunOptions& options, const RunHooks& hooks) {
   if (options.handlers < 1) return Status::InvalidArgument("handlers must be at least 1");
@@ -47,6 +68,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   std::atomic<bool> killed_once{false};
   std::atomic<int> pouch{options.pouch};
   auto buffers = std::make_shared<BufferPool>(size_t{512} << 20);
+  std::vector<std::unique_ptr<CrashInTask>> crash_in_task;  // RunHooks::crash_in_task_every
   std::vector<std::unique_ptr<HandlerSlot>> handlers;
   for (int h = 0; h < options.handlers; ++h) {
     HandlerOptions ho;
@@ -55,7 +77,15 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     ho.pouch = &pouch;
     ho.trace = options.trace.get();
     ho.buffers = buffers;
-    handlers.push_back(std::make_unique<HandlerSlot>(space.get(), layout, ho, options, &telemetry));
+    if (hooks.crash_in_task_every > 0) {
+      crash_in_task.push_back(std::make_unique<CrashInTask>(hooks.crash_in_task_every));
+    }
+    handlers.push_back(std::make_unique<HandlerSlot>(
+        space.get(), layout, ho, options, &telemetry,
+        hooks.crash_in_task_every > 0 ? crash_in_task.back().get() : Env::Default()));
+    if (hooks.crash_in_task_every > 0) {
+      crash_in_task.back()->crash = [slot = handlers.back().get()] { slot->Crash(); };
+    }
   }
   std::vector<std::unique_ptr<ManagerSlot>> slots;
   for (int m = 0; m < (options.standby ? 2 : 1); ++m) {

@@ -76,6 +76,9 @@ struct RunHooks {
   // Every manager is killed once it has been active for this multiple (> 1) of its own recovery
   // time (0: never). A run must still finish: recovery alone moves it forward.
   double kill_manager_after_recovery = 0;
+  // Each handler crashes in the middle of every n-th task it runs (0: never), its kernel's result
+  // lost: a loss certain to happen, where the chaos schedule's crashes may all land between tasks.
+  int64_t crash_in_task_every = 0;
 };
 
 // One row of metrics.csv.
