@@ -18,10 +18,10 @@ ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$job
 echo "== concurrency, runtime and chaos tests under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANITIZE=thread \
   -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target space_stress_test runtime_test chaos_test api_test
+cmake --build build-tsan -j"$jobs" --target space_test space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 120 \
-  -R '^(MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
+  -R '^((Mem|MemSpin|MemNamed|Census)[.]|MemSpaceTest|CensusSpaceTest|MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
 
 echo "== install and find_package(acan) from a consumer project"
 rm -rf build-consumer "$root/build/stage"

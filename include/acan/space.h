@@ -67,6 +67,10 @@ struct SpaceStats {
   uint64_t timeouts = 0;
   uint64_t cancelled = 0;
   uint64_t rejected = 0;  // invalid or oversize input, and ResourceExhausted
+  // Blocked Get/Take calls: how many are waiting now, and how often one was woken by a put or a
+  // Close (not by its deadline). One put wakes at most one waiter (0 where a backend cannot say).
+  uint64_t waiting = 0;
+  uint64_t wakeups = 0;
 };
 
 class ACAN_EXPORT Space {

@@ -146,13 +146,16 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
     std::shared_ptr<Waiter> w = ThreadWaiter();
     w->pattern = &pattern;
     LinkWaiterLocked(w.get());
+    ++waiting_;
     while (!w->signaled && !closed_) {
       if (deadline.infinite()) {
         w->cv.wait(lock);
       } else if (w->cv.wait_until(lock, deadline.at()) == std::cv_status::timeout) {
         break;
       }
+      ++wakeups_;
     }
+    --waiting_;
     UnlinkWaiterLocked(w.get());
     spun = false;
     // Signalled, closed or timed out: the loop looks once more before giving up.
@@ -232,7 +235,10 @@ void MemSpace::Close() {
 
 SpaceStats MemSpace::Stats() const {
   std::lock_guard lock(mu_);
-  return stats_.Snapshot(index_.size(), bytes_);
+  SpaceStats s = stats_.Snapshot(index_.size(), bytes_);
+  s.waiting = waiting_;
+  s.wakeups = wakeups_;
+  return s;
 }
 
 namespace {

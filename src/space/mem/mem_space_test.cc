@@ -106,15 +106,22 @@ TEST(MemSpaceTest, OneTupleWakesOneWaiter) {
   std::vector<std::thread> waiters;
   for (int i = 0; i < 4; ++i) {
     waiters.emplace_back([&] {
-      if (space.Get("w.>", Deadline::After(300ms)).ok()) ++got;
+      if (space.Get("w.>", Deadline::After(2s)).ok()) ++got;
     });
   }
-  std::this_thread::sleep_for(50ms);
+  // All four blocked before anything is put (a slow machine may take a while to get there).
+  const auto give_up = Clock::now() + 1500ms;
+  while (space.Stats().waiting < 4 && Clock::now() < give_up) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(space.Stats().waiting, 4u);
   ASSERT_TRUE(space.Put("w.1", Value::FromString("x")).ok());
   ASSERT_TRUE(space.Put("w.2", Value::FromString("y")).ok());
   for (auto& t : waiters) t.join();
   EXPECT_EQ(got.load(), 2);
   EXPECT_EQ(space.Stats().timeouts, 2u);
+  // Two tuples, two wake-ups: the other two waiters slept on until their deadlines (waking them
+  // all, as a notify-all would, counts four or more).
+  EXPECT_EQ(space.Stats().wakeups, 2u);
+  EXPECT_EQ(space.Stats().waiting, 0u);
 }
 
 }  // namespace
