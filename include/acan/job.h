@@ -136,7 +136,8 @@ struct ACAN_EXPORT JobConfig {
 
 // Parses and validates a job file. `source_name` names the text in error messages.
 ACAN_EXPORT Result<JobConfig> ParseJobFile(const std::string& path);
-ACAN_EXPORT Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_name = "<string>");
+ACAN_EXPORT Result<JobConfig> ParseJobString(std::string_view text,
+                                             std::string_view source_name = "<string>");
 // Checks ranges and cross-field rules (e.g. csv needs data.path). Called by the parsers; call it
 // again after overriding fields from the command line.
 ACAN_EXPORT Status ValidateJob(const JobConfig& job);

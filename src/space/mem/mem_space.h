@@ -71,7 +71,7 @@ class MemSpace final : public Space {
   std::condition_variable room_;    // signalled when bytes are freed or on close
   int room_waiters_ = 0;            // GUARDED_BY(mu_)
   uint64_t waiting_ = 0;            // blocked getters now; GUARDED_BY(mu_)
-  uint64_t wakeups_ = 0;            // returns from a getter's wait but its deadline; GUARDED_BY(mu_)
+  uint64_t wakeups_ = 0;  // returns from a getter's wait but its deadline; GUARDED_BY(mu_)
   // Written under mu_, read by spinning getters without it: on a cache line of its own, so the
   // spinners do not pull the mutex's line away from the thread holding it.
   alignas(64) std::atomic<uint64_t> puts_{0};
