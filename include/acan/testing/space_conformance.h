@@ -7,8 +7,9 @@
 // instantiate it inside namespace acan::testing (tests/consumer/conformance.cc does this):
 //   namespace acan::testing {
 //   struct MyFactory {
-//     static Result<std::unique_ptr<Space>> Open(const SpaceOptions& o) { return OpenSpace("my:",
-//     o); }
+//     static Result<std::unique_ptr<Space>> Open(const SpaceOptions& o) {
+//       return OpenSpace("my:", o);
+//     }
 //   };
 //   INSTANTIATE_TYPED_TEST_SUITE_P(My, SpaceConformance, MyFactory);
 //   }  // namespace acan::testing
