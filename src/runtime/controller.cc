@@ -157,9 +157,13 @@ ControllerSnapshot Controller::Snapshot() const {
 }
 
 int64_t InitialTaskSize(const std::vector<int64_t>& widths, bool tiles, int64_t batch) {
-  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (l3 <= 0) l3 = 32L << 20;
-  const double budget = double(l3) / 4;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return InitialTaskSize(widths, tiles, batch, l3 > 0 ? l3 : int64_t{32} << 20);
+}
+
+int64_t InitialTaskSize(const std::vector<int64_t>& widths, bool tiles, int64_t batch,
+                        int64_t l3_bytes) {
+  const double budget = double(l3_bytes) / 4;
   if (tiles) {  // an edge x edge tile of floats, plus its inputs and outputs
     int64_t edge = static_cast<int64_t>(std::sqrt(budget / 4.0));
     int64_t widest = *std::max_element(widths.begin(), widths.end());

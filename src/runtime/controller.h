@@ -111,7 +111,10 @@ class Controller {
 };
 
 // The note's starting task size: a quarter of the L3 cache's worth of the tiles or micro-batch
-// rows this model needs (bytes of weights per tile, or of activations per row).
+// rows this model needs (bytes of weights per tile, or of activations per row), for this
+// machine's L3 (32 MiB when the system does not say) or a given one (`l3_bytes`).
 int64_t InitialTaskSize(const std::vector<int64_t>& widths, bool tiles, int64_t batch);
+int64_t InitialTaskSize(const std::vector<int64_t>& widths, bool tiles, int64_t batch,
+                        int64_t l3_bytes);
 
 }  // namespace acan::runtime

@@ -134,5 +134,28 @@ TEST(ControllerTest, InitialTaskSizeIsAFractionOfTheCache) {
   EXPECT_LE(edge, 1024);
 }
 
+// With the cache size given, the starting size is the largest that fits a quarter of it: a tile
+// edge whose square of floats does, or the micro-batch rows whose activations and gradients do,
+// within the bounds (8..widest layer, 1..batch).
+TEST(ControllerTest, InitialTaskSizeFillsAQuarterOfAGivenCache) {
+  const std::vector<int64_t> widths = {784, 1024, 1024, 10};
+  double row_bytes = 0;
+  for (int64_t w : widths) row_bytes += 8.0 * double(w);
+  for (int64_t l3 : {int64_t{1} << 20, int64_t{4} << 20, int64_t{3} << 20}) {
+    const double quarter = double(l3) / 4;
+    const int64_t edge = InitialTaskSize(widths, true, 64, l3);
+    EXPECT_LE(4.0 * double(edge * edge), quarter) << l3;
+    EXPECT_GT(4.0 * double((edge + 1) * (edge + 1)), quarter) << l3;
+    const int64_t rows = InitialTaskSize(widths, false, 1 << 20, l3);
+    EXPECT_LE(double(rows) * row_bytes, quarter) << l3;
+    EXPECT_GT(double(rows + 1) * row_bytes, quarter) << l3;
+  }
+  // The bounds: a huge cache gives the widest layer or the whole batch, a tiny one 8 or 1 row.
+  EXPECT_EQ(InitialTaskSize(widths, true, 64, int64_t{1} << 40), 1024);
+  EXPECT_EQ(InitialTaskSize(widths, false, 64, int64_t{1} << 40), 64);
+  EXPECT_EQ(InitialTaskSize(widths, true, 64, 1024), 8);
+  EXPECT_EQ(InitialTaskSize(widths, false, 64, 1024), 1);
+}
+
 }  // namespace
 }  // namespace acan::runtime
