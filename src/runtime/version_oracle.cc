@@ -30,9 +30,11 @@ class OracleSpace final : public SpaceWrapper {
   using SpaceWrapper::Put;
   Status Put(Key key, Value value, Deadline deadline) override {
     const Key copy = key;
-    const Value v = value;
+    // Recorded before it lands: a reader (the manager applying a proposal) may act on it the
+    // moment it does, before this thread would get to record it.
+    const int64_t order = oracle_->Record(copy, value);
     Status s = SpaceWrapper::Put(std::move(key), std::move(value), deadline);
-    if (s.ok()) oracle_->OnPut(copy, v);
+    if (!s.ok() && order >= 0) oracle_->Unrecord(copy, order);
     return s;
   }
 
@@ -47,17 +49,30 @@ std::unique_ptr<Space> VersionOracle::Wrap(std::unique_ptr<Space> inner) {
   return std::make_unique<OracleSpace>(std::move(inner), this);
 }
 
-void VersionOracle::OnPut(const Key& key, const Value& value) {
-  if (key.token_count() < 2) return;
+int64_t VersionOracle::Record(const Key& key, const Value& value) {
+  if (key.token_count() < 2) return -1;
   auto parsed = layout_.Parse(key);
-  if (!parsed.ok()) return;
-  if (parsed->kind == KeyKind::kTask) return CheckTask(*parsed, value);
-  if (parsed->kind != KeyKind::kState && parsed->kind != KeyKind::kProposal) return;
+  if (!parsed.ok()) return -1;
+  if (parsed->kind == KeyKind::kTask) {
+    CheckTask(*parsed, value);
+    return -1;
+  }
+  if (parsed->kind != KeyKind::kState && parsed->kind != KeyKind::kProposal) return -1;
   const bool state = parsed->kind == KeyKind::kState;
   const uint64_t hash = HashOf(value);
   std::lock_guard lock(mu_);
+  const int64_t order = next_order_++;
   (state ? versions_ : proposals_)[parsed->name].push_back(
-      {state ? parsed->version : parsed->step, hash, next_order_++});
+      {state ? parsed->version : parsed->step, hash, order});
+  return order;
+}
+
+void VersionOracle::Unrecord(const Key& key, int64_t order) {
+  auto parsed = layout_.Parse(key);
+  if (!parsed.ok()) return;
+  std::lock_guard lock(mu_);
+  auto& all = (parsed->kind == KeyKind::kState ? versions_ : proposals_)[parsed->name];
+  std::erase_if(all, [&](const Landed& l) { return l.order == order; });
 }
 
 void VersionOracle::CheckTask(const ParsedKey& task, const Value& value) {

@@ -31,8 +31,13 @@ class VersionOracle {
   // faults act on top of, so a dropped put never counts. REQUIRES: the oracle outlives it.
   std::unique_ptr<Space> Wrap(std::unique_ptr<Space> inner);
 
-  // Records a put that landed (what the wrapper calls; tests may feed it directly).
-  void OnPut(const Key& key, const Value& value);
+  // Records a put that landed (tests may feed it directly).
+  void OnPut(const Key& key, const Value& value) { (void)Record(key, value); }
+  // What the wrapper calls: records a put about to be made, so that it counts as landed before
+  // anyone can read it (its order: -1 when the key is not one the oracle follows), and takes the
+  // record back if the put then fails.
+  int64_t Record(const Key& key, const Value& value);
+  void Unrecord(const Key& key, int64_t order);
 
   // OK when every shard in `shards` went through versions 0..final_version exactly as above;
   // otherwise DataLoss naming the first shard, version and what was wrong.
