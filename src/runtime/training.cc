@@ -23,6 +23,23 @@ RunOptions RunOptionsFromJob(const JobConfig& job) {
   return o;
 }
 
+Result<nn::Model> InitialModelFor(const JobConfig& job, const std::optional<nn::Model>& init,
+                                  const std::string& init_path) {
+  nn::Model m;
+  if (init) {
+    m = *init;
+  } else {
+    ACAN_ASSIGN_OR_RETURN(
+        m, init_path.empty() ? nn::InitialModel(job) : nn::LoadModel(init_path, job.model.layers));
+  }
+  if (m.widths != job.model.layers) {
+    return Status::InvalidArgument(
+        fmt::format("the initial model's widths [{}] are not the job's model.layers [{}]",
+                    fmt::join(m.widths, ", "), fmt::join(job.model.layers, ", ")));
+  }
+  return m;
+}
+
 bool AdaptsTaskSize(const JobConfig& job) {
   return job.partition.task_size == 0 && job.partition.strategy != Strategy::kChain;
 }
@@ -58,19 +75,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
                              const TrainSettings& settings, const RunHooks& hooks) {
   TuneProcess();
   ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
-  nn::Model init;
-  if (settings.init) {
-    init = *settings.init;
-  } else {
-    ACAN_ASSIGN_OR_RETURN(init, settings.init_path.empty()
-                                    ? nn::InitialModel(job)
-                                    : nn::LoadModel(settings.init_path, job.model.layers));
-  }
-  if (init.widths != job.model.layers) {
-    return Status::InvalidArgument(
-        fmt::format("the initial model's widths [{}] are not the job's model.layers [{}]",
-                    fmt::join(init.widths, ", "), fmt::join(job.model.layers, ", ")));
-  }
+  ACAN_ASSIGN_OR_RETURN(nn::Model init, InitialModelFor(job, settings.init, settings.init_path));
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, data));
   nn::Batcher batcher(&data, nn::Plan::StepBatch(job, options.task_size, data.rows),
                       job.data.shuffle, job.train.seed);

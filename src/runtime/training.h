@@ -45,6 +45,11 @@ struct TrainSettings {
   std::function<void(const EpochReport&)> on_epoch;
 };
 
+// A run's initial model: `init` if set, else the safetensors file `init_path` if given, else the
+// job's model.init; InvalidArgument when its widths are not the job's model.layers.
+Result<nn::Model> InitialModelFor(const JobConfig& job, const std::optional<nn::Model>& init,
+                                  const std::string& init_path);
+
 // The public view of a job's progress.
 TrainProgress ToTrainProgress(const Progress& p, int64_t steps_per_epoch, int64_t epochs);
 

@@ -100,17 +100,9 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   // spdlog's registry before any thread of ours may log (see RunJob).
   (void)spdlog::default_logger_raw();
   ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
-  nn::Model init;
-  if (options.init_model) {
-    init = nn::FromPublicModel(*options.init_model);
-  } else {
-    ACAN_ASSIGN_OR_RETURN(init, options.init_path.empty()
-                                    ? nn::InitialModel(job)
-                                    : nn::LoadModel(options.init_path, job.model.layers));
-  }
-  if (init.widths != job.model.layers) {
-    return Status::InvalidArgument("the initial model's widths are not the job's model.layers");
-  }
+  std::optional<nn::Model> given;
+  if (options.init_model) given = nn::FromPublicModel(*options.init_model);
+  ACAN_ASSIGN_OR_RETURN(nn::Model init, runtime::InitialModelFor(job, given, options.init_path));
   ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, job, init));
 
   runtime::RunOptions run = runtime::RunOptionsFromJob(job);
