@@ -128,15 +128,15 @@ Status VersionOracle::Check(const std::vector<std::string>& shards, int64_t fina
                   fmt::format("the last written is {}, not the final {}",
                               static_cast<int64_t>(written.size()) - 1, final_version));
     }
-    const auto p = proposals_.find(shard);
+    std::multimap<int64_t, const Landed*> by_step;  // this shard's proposals, by step
+    if (auto p = proposals_.find(shard); p != proposals_.end()) {
+      for (const Landed& u : p->second) by_step.emplace(u.number, &u);
+    }
     for (size_t n = 1; n < written.size(); ++n) {
       bool from_proposal = false;
-      if (p != proposals_.end()) {
-        for (const Landed& u : p->second) {
-          from_proposal =
-              from_proposal || (u.number == static_cast<int64_t>(n) - 1 &&
-                                u.hash == written[n].hash && u.order < written[n].order);
-        }
+      auto [begin, end] = by_step.equal_range(static_cast<int64_t>(n) - 1);
+      for (auto u = begin; u != end && !from_proposal; ++u) {
+        from_proposal = u->second->hash == written[n].hash && u->second->order < written[n].order;
       }
       if (!from_proposal) {
         return fail(
