@@ -1,14 +1,48 @@
 #include "space/fault_space.h"
 
+#include <string_view>
+
 namespace acan {
+
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// FNV-1a: fixed by its definition, unlike std::hash, so a seed means the same on every build.
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+Fault FaultOptions::Decide(const std::string& key, int64_t attempt) const {
+  const uint64_t h =
+      SplitMix64(SplitMix64(seed ^ Fnv1a(key)) ^ static_cast<uint64_t>(attempt) * 0x9e37ULL);
+  const double roll = double(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+  double edge = drop;
+  if (roll < edge) return Fault::kDrop;
+  if (roll < (edge += duplicate)) return Fault::kDuplicate;
+  if (roll < (edge += delay)) return Fault::kDelay;
+  if (roll < (edge += reorder)) return Fault::kReorder;
+  return Fault::kNone;
+}
 
 FaultSpace::FaultSpace(std::unique_ptr<Space> inner, FaultOptions options,
                        std::shared_ptr<FaultCounts> counts)
     : SpaceWrapper(inner.get()),
       owned_(std::move(inner)),
       options_(std::move(options)),
-      counts_(std::move(counts)),
-      rng_(options_.seed) {
+      counts_(std::move(counts)) {
   for (const std::string& p : options_.patterns) patterns_.push_back(Pattern::Parse(p).value());
   delivery_ = std::thread([this] { DeliverDelayed(); });
 }
@@ -19,46 +53,72 @@ Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   bool hit = patterns_.empty();
   for (const Pattern& p : patterns_) hit = hit || p.Matches(key);
   if (!hit) return inner()->Put(std::move(key), std::move(value), deadline);
-  double roll;
+  Fault fault;
   {
     std::lock_guard lock(mu_);
-    roll = std::uniform_real_distribution<double>(0, 1)(rng_);
-    if (roll < options_.delay + options_.drop + options_.duplicate &&
-        roll >= options_.drop + options_.duplicate) {
-      counts_->delayed.fetch_add(1);
-      delayed_.push({Clock::now() + options_.delay_by, std::move(key), std::move(value)});
+    fault = options_.Decide(key.str(), attempts_[key.str()]++);
+    if (fault == Fault::kReorder && held_.has_value()) fault = Fault::kNone;  // one at a time
+    if (fault == Fault::kDelay || fault == Fault::kReorder) {
+      Delayed d{Clock::now() + options_.delay_by, std::move(key), std::move(value)};
+      if (fault == Fault::kDelay) {
+        counts_->delayed.fetch_add(1);
+        delayed_.push(std::move(d));
+      } else {
+        counts_->reordered.fetch_add(1);
+        held_ = std::move(d);
+      }
       delayed_cv_.notify_one();
       return Status::Ok();
     }
   }
-  if (roll < options_.drop) {
+  Status s;
+  if (fault == Fault::kDrop) {
     counts_->dropped.fetch_add(1);
-    return Status::Ok();
+  } else {
+    if (fault == Fault::kDuplicate) {
+      counts_->duplicated.fetch_add(1);
+      s = inner()->Put(key, value, deadline);
+    }
+    if (s.ok()) s = inner()->Put(std::move(key), std::move(value), deadline);
   }
-  if (roll < options_.drop + options_.duplicate) {
-    counts_->duplicated.fetch_add(1);
-    ACAN_RETURN_IF_ERROR(inner()->Put(key, value, deadline));
+  ReleaseHeld();  // after this put: the held one lands second
+  return s;
+}
+
+void FaultSpace::ReleaseHeld() {
+  std::optional<Delayed> d;
+  {
+    std::lock_guard lock(mu_);
+    if (!held_.has_value() || closing_) return;
+    d.swap(held_);
   }
-  return inner()->Put(std::move(key), std::move(value), deadline);
+  (void)inner()->Put(std::move(d->key), std::move(d->value), Deadline::Infinite());
 }
 
 void FaultSpace::DeliverDelayed() {
   std::unique_lock lock(mu_);
   while (!closing_) {
-    if (delayed_.empty()) {
+    if (delayed_.empty() && !held_.has_value()) {
       delayed_cv_.wait(lock);
       continue;
     }
-    // A copy: the queue may grow (and move its elements) while the wait releases the lock.
-    const Clock::time_point due = delayed_.top().at;
-    if (delayed_cv_.wait_until(lock, due) == std::cv_status::timeout && !delayed_.empty() &&
-        delayed_.top().at <= Clock::now()) {
-      Delayed d = delayed_.top();
+    // Copies: the queue may grow (and move its elements) while the wait releases the lock.
+    Clock::time_point due = Clock::time_point::max();
+    if (!delayed_.empty()) due = delayed_.top().at;
+    if (held_.has_value()) due = std::min(due, held_->at);
+    if (delayed_cv_.wait_until(lock, due) != std::cv_status::timeout || closing_) continue;
+    const auto now = Clock::now();
+    std::optional<Delayed> d;
+    if (held_.has_value() && held_->at <= now) {
+      d.swap(held_);  // no put came along to overtake it
+    } else if (!delayed_.empty() && delayed_.top().at <= now) {
+      d = delayed_.top();
       delayed_.pop();
-      lock.unlock();
-      (void)inner()->Put(std::move(d.key), std::move(d.value), Deadline::Infinite());
-      lock.lock();
     }
+    if (!d.has_value()) continue;
+    lock.unlock();
+    (void)inner()->Put(std::move(d->key), std::move(d->value), Deadline::Infinite());
+    lock.lock();
   }
 }
 

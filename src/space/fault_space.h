@@ -1,7 +1,12 @@
-// FaultSpace: a space wrapper that drops, duplicates and delays the puts of chosen keys at
-// seeded rates, as an unreliable network or a crashing peer would. Used by the tests and the
+// FaultSpace: a space wrapper that drops, duplicates, delays and reorders the puts of chosen keys
+// at seeded rates, as an unreliable network or a crashing peer would. Used by the tests and the
 // chaos experiments (LevelDB's fault-injection Env, for a tuple space). Reads and takes pass
-// through. Thread-safe; the counters may be read while it runs.
+// through.
+//
+// Replayable: whether the n-th put of a key is hit, and how, is a function of (seed, key, n)
+// alone, not of the order in which threads reach the wrapper, so a seed gives the same faults on
+// the same tuples however the run's threads interleave (as long as they put the same keys the
+// same number of times). Thread-safe; the counters may be read while it runs.
 #pragma once
 
 #include <atomic>
@@ -9,9 +14,11 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <queue>
-#include <random>
+#include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "acan/space.h"
@@ -19,19 +26,29 @@
 
 namespace acan {
 
+enum class Fault { kNone, kDrop, kDuplicate, kDelay, kReorder };
+
 struct FaultOptions {
   std::vector<std::string> patterns;  // keys whose puts may be hit; empty: every key
   double drop = 0;                    // probability a put is lost (it still reports OK)
   double duplicate = 0;               // probability a put is stored twice
   double delay = 0;                   // probability a put is stored only after `delay_by`
+  // Probability a put is held back until the next hit put has landed (or `delay_by` has passed,
+  // whichever comes first): two puts land in the opposite order from the one they were made in.
+  double reorder = 0;
   std::chrono::milliseconds delay_by{5};
   uint64_t seed = 1;
+
+  // What happens to the `attempt`-th put (from 0) of `key`: the same for the same arguments.
+  Fault Decide(const std::string& key, int64_t attempt) const;
 };
 
 struct FaultCounts {
   std::atomic<int64_t> dropped{0};
   std::atomic<int64_t> duplicated{0};
   std::atomic<int64_t> delayed{0};
+  std::atomic<int64_t> reordered{0};
+  int64_t total() const { return dropped + duplicated + delayed + reordered; }
 };
 
 class FaultSpace final : public SpaceWrapper {
@@ -55,14 +72,17 @@ class FaultSpace final : public SpaceWrapper {
     bool operator>(const Delayed& o) const { return at > o.at; }
   };
   void DeliverDelayed();
+  // Lands the put held back for reordering, if any.
+  void ReleaseHeld();
 
   std::unique_ptr<Space> owned_;
   FaultOptions options_;
   std::vector<Pattern> patterns_;
   std::shared_ptr<FaultCounts> counts_;
   std::mutex mu_;
-  std::mt19937_64 rng_;                                                         // GUARDED_BY(mu_)
+  std::unordered_map<std::string, int64_t> attempts_;                           // GUARDED_BY(mu_)
   std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;  // GUARDED_BY(mu_)
+  std::optional<Delayed> held_;  // a put held back for reordering; GUARDED_BY(mu_)
   std::condition_variable delayed_cv_;
   bool closing_ = false;  // GUARDED_BY(mu_)
   std::thread delivery_;
