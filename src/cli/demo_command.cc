@@ -2,8 +2,10 @@
 // take pouches of them and put results back, the manager collects them.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -26,6 +28,22 @@ int RunDemo(const DemoArgs& args) {
     return 2;
   }
   Space& space = **opened;
+  // The first failure of any thread (a put the space refuses); it closes the space, which ends
+  // every wait, so one refused put ends the demo with its error instead of a hang.
+  std::mutex mu;
+  Status failed;
+  auto fail = [&](const Status& s) {
+    {
+      std::lock_guard lock(mu);
+      if (failed.ok()) failed = s;
+    }
+    space.Close();
+  };
+  // At most `window` tasks are in flight, each a task, a pouch entry or a result, so a space with
+  // room for that many tuples never makes a put wait. In a smaller one (max_total_bytes) a put
+  // waits kPutWait and fails, naming the limit, rather than wait for ever.
+  constexpr auto kPutWait = std::chrono::seconds(1);
+  const int window = 8 * args.handlers;
   std::vector<std::thread> pool;
   std::vector<int> done(args.handlers, 0);
   for (int h = 0; h < args.handlers; ++h) {
@@ -35,24 +53,40 @@ int RunDemo(const DemoArgs& args) {
         if (!pouch.ok()) return;  // closed
         for (const Tuple& t : *pouch) {
           int x = t.value.As<int>()[0];
-          (void)space.Put(fmt::format("demo.result.{}", x),
-                          Value::FromVector(std::vector<int>{x * x}));
+          Status put =
+              space.Put(fmt::format("demo.result.{}", x),
+                        Value::FromVector(std::vector<int>{x * x}), Deadline::After(kPutWait));
+          if (!put.ok()) return fail(put);
           ++done[h];
         }
       }
     });
   }
-  for (int i = 0; i < args.tasks; ++i) {
-    (void)space.Put(fmt::format("demo.task.{}", i), Value::FromVector(std::vector<int>{i}));
-  }
+  int sent = 0;
   long long sum = 0;
-  for (int i = 0; i < args.tasks; ++i) {
+  for (int received = 0; received < args.tasks; ++received) {
+    while (sent < args.tasks && sent - received < window) {
+      Status put = space.Put(fmt::format("demo.task.{}", sent),
+                             Value::FromVector(std::vector<int>{sent}), Deadline::After(kPutWait));
+      if (!put.ok()) {
+        fail(put);  // the Get below then fails at once
+        break;
+      }
+      ++sent;
+    }
     auto r = space.Get("demo.result.*", Deadline::Infinite());
-    if (!r.ok()) return 1;
+    if (!r.ok()) {
+      fail(r.status());
+      break;
+    }
     sum += r->value.As<int>()[0];
   }
   space.Close();
   for (auto& t : pool) t.join();
+  if (!failed.ok()) {
+    std::fprintf(stderr, "acan demo: %s\n", failed.ToString().c_str());
+    return failed.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
   std::printf("acan demo: %d tasks through %s, %d handlers; sum of squares = %lld\n", args.tasks,
               args.uri.c_str(), args.handlers, sum);
   for (int h = 0; h < args.handlers; ++h) std::printf("  handler %d ran %d tasks\n", h, done[h]);

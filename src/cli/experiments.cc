@@ -313,6 +313,7 @@ int Robustness(const std::string& out, bool quick) {
 int RunExperiment(const ExperimentArgs& args) {
   runtime::TuneProcess();
   std::string out = args.out.empty() ? "out/" + args.name : args.out;
+  if (Status s = CheckOutputDir(out); !s.ok()) return Fail(s);
   if (args.name == "feasibility") return Feasibility(out);
   if (args.name == "adaptivity") return Adaptivity(out, args.quick);
   return Robustness(out, args.quick);

@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 
@@ -13,6 +16,27 @@ namespace acan::cli {
 int Fail(const Status& s) {
   std::fprintf(stderr, "acan: %s\n", s.ToString().c_str());
   return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
+}
+
+Status CheckOutputDir(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  const auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(fmt::format(
+        "{} '{}': {}; choose another {} (the artefacts are written there after training)", flag,
+        dir, why, flag));
+  };
+  std::error_code ec;
+  fs::path folder = fs::absolute(dir.empty() ? "." : dir, ec);
+  if (ec) return bad(ec.message());
+  // The folder itself, or the nearest one above it that exists.
+  while (!fs::exists(folder, ec) && folder.has_relative_path()) folder = folder.parent_path();
+  if (!fs::is_directory(folder, ec)) {
+    return bad(fmt::format("'{}' is not a directory", folder.string()));
+  }
+  if (access(folder.c_str(), W_OK | X_OK) != 0) {
+    return bad(fmt::format("cannot write in '{}': {}", folder.string(), std::strerror(errno)));
+  }
+  return Status::Ok();
 }
 
 namespace {

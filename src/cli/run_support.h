@@ -15,6 +15,12 @@ namespace acan::cli {
 // Prints "acan: <status>" and returns the exit code for it (2 for bad input, 1 otherwise).
 int Fail(const Status& s);
 
+// Whether the artefacts can go into `dir` (`flag` names where it came from in the message): it
+// is a directory that can be written, or the nearest existing folder above it is, so that
+// WriteArtefacts can create it. Checked before training, which it would otherwise follow; nothing
+// is created.
+Status CheckOutputDir(const std::string& dir, const std::string& flag = "--out");
+
 // The terminal's view of a run: its callbacks print the banner, a progress line at most twice a
 // second (rewritten in place on a terminal) and one per epoch, and the epochs' test figures.
 // Quiet: they print nothing.

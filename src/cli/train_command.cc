@@ -45,6 +45,7 @@ int RunTrain(const TrainArgs& a) {
     chaos.enabled = true;
   }
   if (Status s = ValidateJob(*job); !s.ok()) return Fail(s);
+  if (Status s = CheckOutputDir(a.out); !s.ok()) return Fail(s);
   TrainOptions o;
   o.space_uri = a.space;
   o.handlers = a.handlers.value_or(0);

@@ -2,9 +2,9 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <vector>
+
+#include "nn/read_file.h"
 
 namespace acan::nn {
 namespace {
@@ -110,11 +110,8 @@ Result<Dataset> ParseCsv(std::string_view text, std::string_view source, const C
 }
 
 Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot open CSV file \"" + path + "\"; check data.path");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseCsv(buf.str(), path, opts);
+  ACAN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "CSV file", "check data.path"));
+  return ParseCsv(text, path, opts);
 }
 
 }  // namespace acan::nn

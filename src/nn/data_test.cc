@@ -72,6 +72,10 @@ TEST(CsvTest, ReadsAFileAndReportsMissingOnes) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->rows, 2);
   EXPECT_TRUE(ReadCsv(Temp("missing.csv"), CsvOptions{}).status().IsNotFound());
+  Result<Dataset> folder = ReadCsv(testing::TempDir(), CsvOptions{});
+  ASSERT_FALSE(folder.ok());
+  EXPECT_NE(folder.status().message().find("is a directory"), std::string::npos)
+      << folder.status().message();
 }
 
 std::string Images(uint32_t n, uint32_t h, uint32_t w) {
@@ -131,6 +135,22 @@ TEST(IdxTest, TruncatedFilesAreClearErrors) {
   } else {
     EXPECT_NE(raw.status().message().find("cut.gz"), std::string::npos);
   }
+}
+
+TEST(IdxTest, DimensionsPastSixtyFourBitsAreAnError) {
+  // 2^31 x 2^31 x 4 wraps to 0 in 64 bits: it must not read as an empty array.
+  std::string img = Be32(0x803) + Be32(0x80000000u) + Be32(0x80000000u) + Be32(4);
+  Result<IdxArray> a = ParseIdx(std::vector<uint8_t>(img.begin(), img.end()), "big.idx", 3);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("big.idx: bytes 4..16"), std::string::npos)
+      << a.status().message();
+}
+
+TEST(IdxTest, AFolderIsAClearError) {
+  Result<std::vector<uint8_t>> raw = ReadMaybeGzip(testing::TempDir());
+  ASSERT_FALSE(raw.ok());
+  EXPECT_NE(raw.status().message().find("is a directory"), std::string::npos)
+      << raw.status().message();
 }
 
 TEST(IdxTest, CountMismatch) {

@@ -3,7 +3,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace acan::nn {
 namespace {
@@ -21,9 +23,22 @@ std::string Hex32(uint32_t v) {
 }  // namespace
 
 Result<std::vector<uint8_t>> ReadMaybeGzip(const std::string& path) {
+  // A folder opens like a file, and gzread would call it corrupt gzip: the first read tells.
   std::FILE* probe = std::fopen(path.c_str(), "rb");
-  if (probe == nullptr) return Status::NotFound("cannot open \"" + path + "\"; check the path");
+  if (probe == nullptr) {
+    return Status::NotFound("cannot open \"" + path + "\" (" + std::strerror(errno) +
+                            "); check the path");
+  }
+  const bool unreadable = std::fgetc(probe) == EOF && std::ferror(probe);
+  const int error = errno;
   std::fclose(probe);
+  if (unreadable && error == EISDIR) {
+    return Status::InvalidArgument("\"" + path +
+                                   "\" is a directory, not an IDX file; check the path");
+  }
+  if (unreadable) {
+    return Status::DataLoss("cannot read \"" + path + "\" (" + std::strerror(error) + ")");
+  }
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return Status::NotFound("cannot open \"" + path + "\"; check the path");
   std::vector<uint8_t> out;
@@ -74,10 +89,17 @@ Result<IdxArray> ParseIdx(std::span<const uint8_t> bytes, std::string_view sourc
   }
   IdxArray a;
   uint64_t total = 1;
+  bool overflow = false;  // the product needs more than 64 bits: no file holds that much
   for (int i = 0; i < expected_dims; ++i) {
     const uint32_t d = BigEndian32(bytes.data() + 4 + 4 * i);
     a.dims.push_back(d);
-    total *= d;
+    overflow = overflow || __builtin_mul_overflow(total, uint64_t{d}, &total);
+  }
+  if (overflow) {
+    std::string dims;
+    for (int64_t d : a.dims) dims += (dims.empty() ? "" : " x ") + std::to_string(d);
+    return Status::DataLoss(src + ": bytes 4.." + std::to_string(header) + ": the dimensions " +
+                            dims + " need more than 2^64 data bytes; the header is corrupt");
   }
   if (bytes.size() - header < total) {
     return Status::DataLoss(src + ": truncated: the dimensions need " + std::to_string(total) +

@@ -3,9 +3,10 @@
 #include <toml++/toml.h>
 
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
+
+#include "nn/read_file.h"
 
 namespace acan {
 namespace {
@@ -255,6 +256,15 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   for (int64_t w : job->model.layers) layers_ok = layers_ok && w >= 1;
   ACAN_RETURN_IF_ERROR(
       check(model, "layers", layers_ok, "needs at least two widths (input, output), each >= 1"));
+  // nn::InitialModel's choices, checked here too so that a typo is found with its line, before
+  // the data is loaded.
+  const std::string& init = job->model.init;
+  const bool init_ok = init == "xavier_uniform" || init == "kaiming_uniform" || init == "zeros" ||
+                       (init.size() > 12 && init.ends_with(".safetensors"));
+  ACAN_RETURN_IF_ERROR(check(model, "init", init_ok,
+                             "\"" + init +
+                                 "\" is not xavier_uniform | kaiming_uniform | zeros or a path "
+                                 "ending in .safetensors"));
   ACAN_RETURN_IF_ERROR(check(data, "samples", job->data.samples >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(check(data, "limit", job->data.limit >= 0, "must be >= 0 (0 = all rows)"));
   ACAN_RETURN_IF_ERROR(
@@ -450,13 +460,8 @@ Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_
 }
 
 Result<JobConfig> ParseJobFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::NotFound("cannot open job file \"" + path + "\"; check the path");
-  }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  ACAN_ASSIGN_OR_RETURN(JobConfig job, ParseJobString(buf.str(), path));
+  ACAN_ASSIGN_OR_RETURN(std::string text, nn::ReadWholeFile(path, "job file"));
+  ACAN_ASSIGN_OR_RETURN(JobConfig job, ParseJobString(text, path));
   const size_t slash = path.find_last_of('/');
   job.base_dir = slash == std::string::npos ? "" : path.substr(0, slash);
   if (slash == 0) job.base_dir = "/";

@@ -115,6 +115,15 @@ TEST(JobTest, BadEnumAndRangeNameTheKey) {
   EXPECT_NE(job.status().message().find("data.path"), std::string::npos);
 }
 
+TEST(JobTest, UnknownInitNamesKeyAndLine) {
+  Result<JobConfig> job = ParseJobString("[model]\ninit = \"xavier_unifrom\"\n", "j.toml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("j.toml:2: key \"model.init\""), std::string::npos)
+      << job.status().message();
+  EXPECT_TRUE(ParseJobString("[model]\ninit = \"zeros\"\n", "j.toml").ok());
+  EXPECT_TRUE(ParseJobString("[model]\ninit = \"start.safetensors\"\n", "j.toml").ok());
+}
+
 TEST(JobTest, ChaosIntervalsInSteps) {
   Result<JobConfig> job =
       ParseJobString("[chaos]\ncrash_interval_steps = 8\nspeed_change_steps = 4.5\n", "j.toml");
@@ -148,6 +157,14 @@ TEST(JobTest, ParsesFileAndResolvesRelativePaths) {
   EXPECT_EQ(job->Resolve("/abs.csv"), "/abs.csv");
   std::remove(path.c_str());
   EXPECT_TRUE(ParseJobFile(path).status().IsNotFound());
+}
+
+TEST(JobTest, AFolderIsNotAnEmptyJob) {
+  Result<JobConfig> job = ParseJobFile(testing::TempDir());
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(job.status().message().find("is a directory"), std::string::npos)
+      << job.status().message();
 }
 
 TEST(JobTest, ExampleJobFilesParse) {

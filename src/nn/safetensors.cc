@@ -12,6 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include "nn/read_file.h"
+
 namespace acan::nn {
 namespace {
 
@@ -134,11 +136,9 @@ Result<TensorMap> ParseSafetensors(std::span<const uint8_t> bytes, std::string_v
 }
 
 Result<TensorMap> ReadSafetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot open model file \"" + path + "\"; check the path");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  return ParseSafetensors(bytes, path);
+  ACAN_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path, "model file"));
+  return ParseSafetensors(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                          path);
 }
 
 Result<std::string> SerializeSafetensors(const TensorMap& tensors) {

@@ -130,5 +130,12 @@ TEST(SafetensorsTest, MissingFileIsNotFound) {
   EXPECT_TRUE(ReadSafetensors("/nonexistent/x.safetensors").status().IsNotFound());
 }
 
+TEST(SafetensorsTest, AFolderIsAClearError) {
+  Result<TensorMap> t = ReadSafetensors(testing::TempDir());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("is a directory"), std::string::npos) << t.status().message();
+}
+
 }  // namespace
 }  // namespace acan::nn
