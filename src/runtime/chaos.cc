@@ -18,6 +18,14 @@ ChaosOptions ChaosOptions::FromConfig(const ChaosConfig& c, uint64_t seed) {
   return o;
 }
 
+int64_t CrashPoint(uint64_t seed, int64_t who, int64_t incarnation, int64_t range) {
+  // mt19937_64's output is fixed by the standard (a distribution's is not): the same on every
+  // build.
+  std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(who) * 7919u +
+                      static_cast<uint64_t>(incarnation));
+  return 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
+}
+
 ChaosOptions ChaosOptions::InSeconds(double step_s) const {
   ChaosOptions o = *this;
   if (speed_change_steps > 0) o.speed_change_s = speed_change_steps * step_s;

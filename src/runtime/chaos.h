@@ -40,6 +40,10 @@ struct ChaosOptions {
   static ChaosOptions FromConfig(const ChaosConfig& config, uint64_t seed);
 };
 
+// A replayable crash point: the write (CrashableSpace::KillAtWrite) at which incarnation
+// `incarnation` of process `who` dies, drawn from [1, range] by (seed, who, incarnation) alone.
+int64_t CrashPoint(uint64_t seed, int64_t who, int64_t incarnation, int64_t range);
+
 struct ChaosActions {
   std::function<void(int handler, double speed)> set_speed;
   std::function<void(int handler)> crash_handler;

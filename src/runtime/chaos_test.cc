@@ -10,6 +10,7 @@
 #include "nn/trainer.h"
 #include "runtime/job_runner.h"
 #include "runtime/version_oracle.h"
+#include "runtime/watched_run.h"
 
 namespace acan::runtime {
 namespace {
@@ -110,42 +111,12 @@ RunOptions ChaosRun() {
   return o;
 }
 
-// A job's data, initial model and the reference trainer's weights (SHA-256) for it.
-struct Reference {
-  nn::Dataset data;
-  nn::Model init;
-  std::string weights;
-};
-Reference ReferenceRun(const JobConfig& job) {
-  Reference r{*nn::LoadDataset(job), *nn::InitialModel(job), ""};
-  auto trainer = *nn::ReferenceTrainer::Create(job, r.init, r.data);
-  EXPECT_TRUE(trainer->Train().ok());
-  r.weights = nn::ModelSha256(trainer->CurrentModel());
-  return r;
-}
-
 struct Case {
   std::string strategy;
   int64_t task_size;
   int64_t samples = 1536;  // enough steps to last several crash intervals
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.strategy << "/" << c.task_size; }
-
-// RunJob with the independent oracle beneath it: whatever crashed, each shard's versions must
-// have landed exactly once, in order, each from a proposal (checked from the space, not from the
-// manager's counters).
-Result<RunResult> RunWatched(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
-                             const RunOptions& o, RunHooks hooks = {}) {
-  VersionOracle oracle(o.job_token, o.window);
-  hooks.wrap_space = [&](std::unique_ptr<Space> inner) { return oracle.Wrap(std::move(inner)); };
-  auto r = RunJob(job, data, init, o, hooks);
-  if (r.ok()) {
-    Status exactly_once =
-        oracle.CheckJob(job, r->progress.task_size, data.rows, r->progress.total_steps);
-    EXPECT_TRUE(exactly_once.ok()) << exactly_once.ToString();
-  }
-  return r;
-}
 
 class ChaosTest : public ::testing::TestWithParam<Case> {};
 

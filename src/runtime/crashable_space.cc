@@ -10,8 +10,21 @@ Status CrashableSpace::Enter() {
   return Alive();
 }
 
+void CrashableSpace::KillAtWrite(int64_t n, std::function<void()> on_kill) {
+  on_kill_ = std::move(on_kill);
+  kill_at_write_.store(writes_.load() + n);
+}
+
+Status CrashableSpace::Write() {
+  if (writes_.fetch_add(1) + 1 >= kill_at_write_.load() && !killed_.exchange(true) && on_kill_) {
+    on_kill_();
+  }
+  return Alive();
+}
+
 Status CrashableSpace::Alive() const {
-  if (crashed_->load() || Clock::now().time_since_epoch().count() >= kill_at_ns_.load()) {
+  if (killed_.load() || crashed_->load() ||
+      Clock::now().time_since_epoch().count() >= kill_at_ns_.load()) {
     return Status::Cancelled("this process crashed");
   }
   return Status::Ok();
@@ -19,6 +32,7 @@ Status CrashableSpace::Alive() const {
 
 Status CrashableSpace::Put(Key key, Value value, Deadline deadline) {
   ACAN_RETURN_IF_ERROR(Enter());
+  ACAN_RETURN_IF_ERROR(Write());
   return inner()->Put(std::move(key), std::move(value), deadline);
 }
 
@@ -31,14 +45,14 @@ Result<std::optional<Tuple>> CrashableSpace::Read(const Pattern& p) {
 Result<Tuple> CrashableSpace::Get(const Pattern& p, Deadline d) {
   ACAN_RETURN_IF_ERROR(Enter());
   auto got = inner()->Get(p, d);
-  ACAN_RETURN_IF_ERROR(Alive());
+  ACAN_RETURN_IF_ERROR(got.ok() ? Write() : Alive());
   return got;
 }
 
 Result<std::vector<Tuple>> CrashableSpace::Take(const Pattern& p, size_t n, Deadline d) {
   ACAN_RETURN_IF_ERROR(Enter());
   auto got = inner()->Take(p, n, d);
-  ACAN_RETURN_IF_ERROR(Alive());
+  ACAN_RETURN_IF_ERROR(got.ok() && !got->empty() ? Write() : Alive());
   return got;
 }
 

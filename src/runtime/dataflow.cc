@@ -1,5 +1,6 @@
 #include "runtime/dataflow.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "nn/executor.h"
@@ -40,6 +41,19 @@ std::vector<size_t> StepFlow::Provide(const std::string& tensor) {
     if (--tasks[i].missing == 0) unblocked.push_back(i);
   }
   return unblocked;
+}
+
+void StepFlow::Await(const std::string& tensor, size_t reader) {
+  ++tasks[reader].missing;
+  waiting_[tensor].push_back(reader);
+}
+
+std::optional<size_t> StepFlow::ProducerOf(const std::string& tensor) const {
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto& outs = tasks[i].spec.outputs;
+    if (std::find(outs.begin(), outs.end(), tensor) != outs.end()) return i;
+  }
+  return std::nullopt;
 }
 
 void RemoveStep(Space* space, const Layout& layout, const StepFlow& st) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,7 @@ struct StepTask {
   bool dispatched = false;
   bool done = false;
   int32_t attempt = 0;
+  std::vector<std::string> input_keys;  // what every copy reads, resolved at the first send
   Clock::time_point sent_at;
   Clock::time_point deadline;
 };
@@ -42,6 +44,10 @@ struct StepFlow {
   // `tensor` exists now: the tasks that waited for it and now wait for nothing, in task order.
   // A tensor provided twice (a duplicate output) unblocks nothing the second time.
   std::vector<size_t> Provide(const std::string& tensor);
+  // Task `reader` waits for `tensor` again (it was lost from the space and must be made again).
+  void Await(const std::string& tensor, size_t reader);
+  // The task that writes `tensor`, if a task of this step does (not an input).
+  std::optional<size_t> ProducerOf(const std::string& tensor) const;
 
   const nn::Plan* plan = nullptr;
   int64_t step = 0;

@@ -158,16 +158,26 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   std::vector<Value> inputs;
   std::vector<std::span<const float>> spans;
   inputs.reserve(m.input_keys.size());
+  std::vector<std::string> missing;
   for (const std::string& key : m.input_keys) {
     auto r = space_->Read(key);
+    if (!r.ok() && r.status().IsCancelled()) return Outcome::kLost;
     if (!r.ok() || !r->has_value()) {
-      // The step moved on (a late duplicate) or the input was lost: the manager resends.
-      stats_->missing_inputs.fetch_add(1);
-      (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
-      return Outcome::kDone;
+      missing.push_back(key);
+      continue;
     }
     inputs.push_back(std::move((*r)->value));
     spans.push_back(inputs.back().As<float>());
+  }
+  if (!missing.empty()) {
+    // The step moved on (a late duplicate: the manager ignores the report) or an input was lost
+    // on its way into the space: the manager brings it back and sends the task again.
+    stats_->missing_inputs.fetch_add(1);
+    DoneMessage report{m.attempt, options_.id, 0, "", std::move(missing)};
+    Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(report));
+    if (put.IsCancelled()) return Outcome::kLost;
+    (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+    return Outcome::kDone;
   }
   std::vector<std::vector<float>> outputs;
   if (options_.buffers) {

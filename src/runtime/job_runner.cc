@@ -40,6 +40,18 @@ class CrashInTask final : public EnvWrapper {
 
 }  // namespace
 
+RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
+                                 int64_t max_crashes) {
+  auto draw = [=](int64_t who, int64_t incarnation, int64_t range) -> int64_t {
+    if (range <= 0 || incarnation > max_crashes) return 0;
+    return CrashPoint(seed, who, incarnation, range);
+  };
+  RunHooks hooks;
+  hooks.manager_crash_at = [=](int slot, int64_t i) { return draw(-1 - slot, i, manager_range); };
+  hooks.handler_crash_at = [=](int h, int64_t i) { return draw(h, i, handler_range); };
+  return hooks;
+}
+
 Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                          const RunOptions& options, const RunHooks& hooks) {
   if (options.handlers < 1) return Status::InvalidArgument("handlers must be at least 1");
@@ -83,6 +95,10 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     handlers.push_back(std::make_unique<HandlerSlot>(
         space.get(), layout, ho, options, &telemetry,
         hooks.crash_in_task_every > 0 ? crash_in_task.back().get() : Env::Default()));
+    if (hooks.handler_crash_at) {
+      handlers.back()->CrashAtWrite(
+          [&hooks, h](int64_t incarnation) { return hooks.handler_crash_at(h, incarnation); });
+    }
     if (hooks.crash_in_task_every > 0) {
       crash_in_task.back()->crash = [slot = handlers.back().get()] { slot->Crash(); };
     }

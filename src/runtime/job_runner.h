@@ -79,6 +79,22 @@ struct RunHooks {
   // Each handler crashes in the middle of every n-th task it runs (0: never), its kernel's result
   // lost: a loss certain to happen, where the chaos schedule's crashes may all land between tasks.
   int64_t crash_in_task_every = 0;
+  // Replayable crashes, by count rather than by the clock: incarnation i (from 1) of manager slot
+  // m, from the moment it is active, dies at its manager_crash_at(m, i)-th write to the space (a
+  // put, before it lands, or a take that removed tuples, after: runtime/crashable_space.h), and
+  // incarnation i of handler h at its handler_crash_at(h, i)-th. 0 (or unset): it does not die.
+  std::function<int64_t(int slot, int64_t incarnation)> manager_crash_at;
+  std::function<int64_t(int handler, int64_t incarnation)> handler_crash_at;
+  // A paused manager: the active one sleeps this long once, after completing step
+  // pause_manager_after_step, on its own thread (as if stopped by SIGSTOP), then carries on.
+  int64_t pause_manager_after_step = -1;
+  std::chrono::milliseconds pause_manager_for{0};
+
+  // Crash points drawn from a seed (CrashPoint): each of the first `max_crashes` incarnations of
+  // every manager dies at a write in [1, manager_range], of every handler in [1, handler_range]
+  // (a range of 0: that role never dies).
+  static RunHooks SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
+                                int64_t max_crashes);
 };
 
 // One row of metrics.csv.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/confirmed_put.h"
+
 namespace acan::runtime {
 
 Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration,
@@ -19,7 +21,7 @@ Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::mill
 int64_t Lease::NowMs() const { return env_->WallNs() / 1000000; }
 
 Status Lease::PutFree(Space* space, const std::string& key) {
-  return space->Put(key, EncodeLeaseMessage({"", 0}));
+  return PutConfirmed(space, Key::Parse(key).value(), EncodeLeaseMessage({"", 0}));
 }
 
 Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
@@ -52,7 +54,8 @@ Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
 Status Lease::PutOurs() {
   expires_ms_ = NowMs() + duration_.count();
   renew_at_ = env_->Now() + duration_ / 3;
-  return space_->Put(key_, EncodeLeaseMessage({owner_, NowMs() + duration_.count()}));
+  return PutConfirmed(space_, Key::Parse(key_).value(),
+                      EncodeLeaseMessage({owner_, NowMs() + duration_.count()}));
 }
 
 Status Lease::Acquire(const std::atomic<bool>& stop) {
@@ -84,7 +87,8 @@ Status Lease::Acquire(const std::atomic<bool>& stop) {
           took_over_ = !m->owner.empty() && m->owner != owner_;
           return PutOurs();
         }
-        ACAN_RETURN_IF_ERROR(space_->Put(key_, EncodeLeaseMessage(*m)));  // not ours: put back
+        ACAN_RETURN_IF_ERROR(PutConfirmed(space_, Key::Parse(key_).value(),
+                                          EncodeLeaseMessage(*m)));  // not ours: put back
       }
     }
     // Look again a fifth of a lease later; `stop` ends the wait.
@@ -102,7 +106,7 @@ Status Lease::Renew() {
     ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 10)));
     if (!m.has_value()) continue;  // someone is looking at it; try again
     if (m->owner != owner_) {
-      ACAN_RETURN_IF_ERROR(space_->Put(key_, EncodeLeaseMessage(*m)));
+      ACAN_RETURN_IF_ERROR(PutConfirmed(space_, Key::Parse(key_).value(), EncodeLeaseMessage(*m)));
       return Status::Unavailable(fmt::format("{} lost the lease to {}", owner_, m->owner));
     }
     return PutOurs();

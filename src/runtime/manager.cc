@@ -9,6 +9,7 @@
 
 #include "nn/executor.h"
 #include "nn/model.h"
+#include "runtime/confirmed_put.h"
 #include "runtime/handler.h"
 #include "runtime/messages.h"
 #include "runtime/probe.h"
@@ -61,10 +62,11 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
   if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
   for (auto& [key, tensor] : plan.InitialState(init)) {
-    ACAN_RETURN_IF_ERROR(space->Put(layout.State(key, 0), Value::FromVector(std::move(tensor))));
+    ACAN_RETURN_IF_ERROR(
+        PutConfirmed(space, layout.State(key, 0), Value::FromVector(std::move(tensor))));
   }
   Progress p;
-  ACAN_RETURN_IF_ERROR(space->Put(layout.ManagerState(), Value::FromString(p.ToJson())));
+  ACAN_RETURN_IF_ERROR(PutConfirmed(space, layout.ManagerState(), Value::FromString(p.ToJson())));
   return Lease::PutFree(space, layout.Lease().str());
 }
 
@@ -124,7 +126,8 @@ Status Manager::LoadState() {
 Status Manager::SaveState() {
   progress_.task_ns = controller_.MeanTaskNs();
   ACAN_ASSIGN_OR_RETURN(auto old, space_->ReadAll(layout_.ManagerState()));
-  ACAN_RETURN_IF_ERROR(space_->Put(layout_.ManagerState(), Value::FromString(progress_.ToJson())));
+  ACAN_RETURN_IF_ERROR(
+      PutConfirmed(space_, layout_.ManagerState(), Value::FromString(progress_.ToJson())));
   if (!old.empty()) {
     // The oldest are the ones read above (only the active manager writes the state).
     auto taken = space_->Take(layout_.ManagerState(), old.size(), Deadline::Now());
@@ -149,7 +152,8 @@ Status Manager::Admit(int64_t step) {
   if (recovering) {
     ACAN_ASSIGN_OR_RETURN(open, space_->Read(layout_.StepOpen(step)));
   }
-  if (!open.has_value()) ACAN_RETURN_IF_ERROR(space_->Put(layout_.StepOpen(step), Value()));
+  if (!open.has_value())
+    ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(step), Value()));
   std::vector<std::string> inputs;
   for (auto& [key, tensor] : plan_->StepInputs(step, rows, batch.x, batch.t)) {
     inputs.push_back(key);
@@ -210,7 +214,6 @@ Status Manager::Recover(ActiveStep& st) {
         ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
       }
     }
-    DropStaleVersions(t, st.step);
   }
   return Status::Ok();
 }
@@ -248,17 +251,24 @@ Status Manager::SendQueued() {
 
 Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   ++t.attempt;
-  std::vector<std::string> input_keys;
-  input_keys.reserve(t.spec.inputs.size());
-  for (const std::string& in : t.spec.inputs) {
-    if (!nn::Plan::IsStateKey(in)) {
-      input_keys.push_back(layout_.Tensor(in).str());
-    } else {
-      // An update reads exactly the version it advances; other tasks the newest one.
-      int64_t v = t.spec.type == nn::TaskType::kUpdate ? st.step : versions_.Current(in);
-      input_keys.push_back(layout_.State(in, v).str());
+  // Every copy of a task reads what the first one read, so that a task run again (its output was
+  // lost) makes the same bytes: an update the version it advances, any other task the newest
+  // version when it was first sent (no newer than its own step's, which stays until the step is
+  // complete). A task made ready again by a new manager resolves them afresh.
+  if (t.input_keys.empty()) {
+    t.input_keys.reserve(t.spec.inputs.size());
+    for (const std::string& in : t.spec.inputs) {
+      if (!nn::Plan::IsStateKey(in)) {
+        t.input_keys.push_back(layout_.Tensor(in).str());
+      } else {
+        const int64_t v = t.spec.type == nn::TaskType::kUpdate
+                              ? st.step
+                              : std::min(versions_.Current(in), st.step);
+        t.input_keys.push_back(layout_.State(in, v).str());
+      }
     }
   }
+  const std::vector<std::string>& input_keys = t.input_keys;
   t.dispatched = true;
   t.sent_at = Clock::now();
   t.deadline = t.sent_at + controller_.Timeout(t.spec);
@@ -306,6 +316,11 @@ Status Manager::OnDone(const Tuple& tuple) {
     progress_.duplicates_discarded++;
     return Status::Ok();
   }
+  if (!msg->missing.empty()) {
+    // Only the report of the copy in flight counts: an older copy's is stale.
+    if (!t.dispatched || msg->attempt < t.attempt) return Status::Ok();
+    return OnMissingInputs(st, t, msg->missing);
+  }
   if (!msg->error.empty()) {
     return Status::FailedPrecondition(
         fmt::format("task '{}' failed on handler {}: {}", task_key, msg->handler, msg->error));
@@ -322,20 +337,79 @@ Status Manager::OnDone(const Tuple& tuple) {
   for (const std::string& out : t.spec.outputs) {
     if (nn::Plan::IsStateKey(out)) {
       Status applied = ApplyUpdate(out, st.step);
-      if (applied.IsNotFound()) {  // its result was lost: run it again
-        t.done = false;
-        --st.done;
-        dispatcher_.AddInFlight();
-        progress_.completed--;
-        return Dispatch(st, t, "lost-result");
-      }
+      if (applied.IsNotFound()) return RunAgain(st, t, "lost-result");  // its result was lost
       ACAN_RETURN_IF_ERROR(applied);
     } else {
       ACAN_RETURN_IF_ERROR(MarkAvailable(st, out));
     }
   }
-  DropStaleVersions(t, st.step);
   return Status::Ok();
+}
+
+// A handler could not run `t`: inputs it was sent to read are not in the space. What landed late
+// is there now; a step input is made again from the batch; a tensor another task wrote is made
+// again by running that task again, `t` waiting for it as at the start (DESIGN.md section 5). A
+// version of a shard has no other copy: its loss ends the job with an error, never a loop.
+Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<std::string>& keys) {
+  const size_t self = static_cast<size_t>(&t - st.tasks.data());
+  bool waits = false;
+  for (const std::string& text : keys) {
+    auto key = Key::Parse(text);
+    auto parsed = key.ok() ? layout_.Parse(*key) : Result<ParsedKey>(key.status());
+    if (!parsed.ok()) {
+      return Status::DataLoss(
+          fmt::format("task '{}' reports a missing input '{}' that is not a "
+                      "key of job '{}'",
+                      t.spec.key, text, layout_.job()));
+    }
+    ACAN_ASSIGN_OR_RETURN(auto present, space_->Read(*key));
+    if (present.has_value()) continue;  // it landed late: sending the task again is enough
+    if (parsed->kind == KeyKind::kState) {
+      if (parsed->version < versions_.Current(parsed->name)) continue;  // sent again reads a newer
+      return Status::DataLoss(fmt::format(
+          "version {} of shard '{}' is gone from the space (task '{}' could not read it); the "
+          "model's state has no other copy, so job '{}' cannot go on",
+          parsed->version, parsed->name, t.spec.key, layout_.job()));
+    }
+    if (parsed->kind != KeyKind::kTensor) {
+      return Status::DataLoss(
+          fmt::format("task '{}' reports a missing input '{}'", t.spec.key, text));
+    }
+    if (std::find(st.inputs.begin(), st.inputs.end(), parsed->name) != st.inputs.end()) {
+      const nn::Batch batch = batcher_->Get(st.step);
+      for (auto& [name, tensor] : st.plan->StepInputs(st.step, st.rows, batch.x, batch.t)) {
+        if (name != parsed->name) continue;
+        progress_.inputs_restored++;
+        ACAN_RETURN_IF_ERROR(space_->Put(*key, Value::FromVector(std::move(tensor))));
+      }
+      continue;
+    }
+    const std::optional<size_t> producer = st.ProducerOf(parsed->name);
+    if (!producer.has_value()) {
+      return Status::DataLoss(
+          fmt::format("task '{}' of step {} reads '{}', which no task of the "
+                      "step writes",
+                      t.spec.key, st.step, parsed->name));
+    }
+    st.Await(parsed->name, self);
+    waits = true;
+    ACAN_RETURN_IF_ERROR(RunAgain(st, st.tasks[*producer], "lost-output"));
+  }
+  if (!waits) return Dispatch(st, t, "lost-input");
+  // Sent again, as a fresh task, once what it waits for is back.
+  t.dispatched = false;
+  dispatcher_.OnDone();
+  return Status::Ok();
+}
+
+// A task that completed is needed again: an output of it was lost.
+Status Manager::RunAgain(ActiveStep& st, TaskRun& t, const char* reason) {
+  if (!t.done) return Status::Ok();  // already running again, or waiting to
+  t.done = false;
+  --st.done;
+  progress_.completed--;
+  dispatcher_.AddInFlight();
+  return Dispatch(st, t, reason);
 }
 
 // Exactly once: the version store writes version step + 1 only from version step, and only while
@@ -348,15 +422,12 @@ Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
   return Status::Ok();
 }
 
-// Once every shard a task writes is at step + 1, every task of `step` that reads them has
-// completed (the update needed their outputs), and a later step t reads a version >= t - W + 1
-// >= step + 2 - W: older versions can go, their buffers back to the pool while still warm (with
-// W = 1, the ones just replaced). Not before: until the last shard is in, the task may have to
-// run again, reading version `step` of all of them.
-void Manager::DropStaleVersions(const TaskRun& t, int64_t step) {
-  for (const std::string& out : t.spec.outputs) {
-    if (nn::Plan::IsStateKey(out)) versions_.DropStale(out, step);
-  }
+// Once step `st` is complete, every task of it (and of every earlier step) is done, and a later
+// step t reads a version >= t - W + 1 >= step + 2 - W: older versions can go, their buffers back
+// to the pool. Not before: until the step is complete, one of its tasks may have to run again
+// (an output of it was lost), reading the very versions it read the first time.
+void Manager::DropStaleVersions(const ActiveStep& st) {
+  for (const auto& [shard, version] : versions_.versions()) versions_.DropStale(shard, st.step);
 }
 
 Status Manager::DispatchReady() {
@@ -387,7 +458,7 @@ Status Manager::Release() {
 Status Manager::CheckClaimsNow() {
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
-      if (t.attempt == 0 || t.done) continue;
+      if (t.attempt == 0 || t.done || !t.dispatched) continue;
       ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
       if (claim != ClaimState::kStale && claim != ClaimState::kDead) continue;
       // A known death, not a sign of congestion: the timeout stays as it is. Its claims go, so
@@ -404,7 +475,7 @@ Status Manager::CheckDeadlines() {
   const auto now = Clock::now();
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
-      if (t.attempt == 0 || t.done || t.deadline > now) continue;
+      if (t.attempt == 0 || t.done || !t.dispatched || t.deadline > now) continue;
       // Still queued in the space: nothing was lost, the handlers are just busy. Wait longer.
       ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key)));
       if (queued.has_value()) {
@@ -458,13 +529,25 @@ Status Manager::FinalizeSteps() {
     if (st.done < st.tasks.size()) break;
     int64_t epoch = st.step / batcher_->BatchesPerEpoch();
     EpochTotals& e = progress_.epochs.at(epoch);
+    double loss_sum = 0;
+    int64_t correct = 0;
+    bool lost = false;
     for (const std::string& k : st.plan->MetricKeys(st.step, st.rows)) {
       ACAN_ASSIGN_OR_RETURN(auto m, space_->Read(layout_.Tensor(k)));
-      if (!m.has_value()) return Status::DataLoss("metrics tensor '" + k + "' is missing");
+      if (!m.has_value()) {  // lost on its way into the space: its task runs again
+        const std::optional<size_t> producer = st.ProducerOf(k);
+        if (!producer.has_value()) return Status::DataLoss("no task writes metrics '" + k + "'");
+        ACAN_RETURN_IF_ERROR(RunAgain(st, st.tasks[*producer], "lost-output"));
+        lost = true;
+        continue;
+      }
       auto v = m->value.As<float>();
-      e.loss_sum += double(v[0]) * double(st.rows);
-      e.correct += static_cast<int64_t>(v[1]);
+      loss_sum += double(v[0]) * double(st.rows);
+      correct += static_cast<int64_t>(v[1]);
     }
+    if (lost) break;
+    e.loss_sum += loss_sum;
+    e.correct += correct;
     e.rows += st.rows;
     progress_.next_step = st.step + 1;
     progress_.finished = progress_.next_step >= total_steps_;
@@ -473,6 +556,7 @@ Status Manager::FinalizeSteps() {
     progress_.versions_applied = versions_.Applied();
     ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(SaveState());
+    DropStaleVersions(st);
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
     for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
     const int64_t finished_step = st.step;
@@ -492,7 +576,7 @@ Clock::time_point Manager::NextWake() const {
   Clock::time_point wake = std::min(lease_.renew_at(), Clock::now() + milliseconds(100));
   for (const auto& [step, st] : active_) {
     for (const TaskRun& t : st.tasks) {
-      if (t.attempt > 0 && !t.done) wake = std::min(wake, t.deadline);
+      if (t.attempt > 0 && !t.done && t.dispatched) wake = std::min(wake, t.deadline);
     }
   }
   return wake;

@@ -120,8 +120,10 @@ class Manager {
   void ProbeTasks();
   bool Ready(const ActiveStep& st, const TaskRun& task) const;
   Status OnDone(const Tuple& done);
+  Status OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<std::string>& keys);
+  Status RunAgain(ActiveStep& st, TaskRun& t, const char* reason);
   Status ApplyUpdate(const std::string& key, int64_t step);
-  void DropStaleVersions(const TaskRun& task, int64_t step);
+  void DropStaleVersions(const ActiveStep& st);
   TaskRun& TaskAt(const TaskRef& ref);
   Status MarkAvailable(ActiveStep& st, const std::string& tensor);
   Status DispatchReady();

@@ -8,7 +8,7 @@ namespace acan::runtime {
 namespace {
 
 constexpr uint32_t kTaskMagic = 0x41435431;   // "ACT1"
-constexpr uint32_t kDoneMagic = 0x41434431;   // "ACD1"
+constexpr uint32_t kDoneMagic = 0x41434432;   // "ACD2"
 constexpr uint32_t kLeaseMagic = 0x41434c31;  // "ACL1"
 
 class Writer {
@@ -109,6 +109,8 @@ Value EncodeDoneMessage(const DoneMessage& m) {
   w.Pod(m.handler);
   w.Pod(m.exec_ns);
   w.Str(m.error);
+  w.Pod<uint32_t>(static_cast<uint32_t>(m.missing.size()));
+  for (const std::string& k : m.missing) w.Str(k);
   return w.Done();
 }
 
@@ -120,6 +122,11 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
   ACAN_RETURN_IF_ERROR(r.Pod(&m.handler));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.exec_ns));
   ACAN_RETURN_IF_ERROR(r.Str(&m.error));
+  uint32_t n = 0;
+  ACAN_RETURN_IF_ERROR(r.Pod(&n));
+  if (n > 4096) return Status::DataLoss(fmt::format("done tuple claims {} missing inputs", n));
+  m.missing.resize(n);
+  for (auto& k : m.missing) ACAN_RETURN_IF_ERROR(r.Str(&k));
   ACAN_RETURN_IF_ERROR(r.End());
   return m;
 }

@@ -53,5 +53,18 @@ TEST(MessagesTest, DamagedMessagesAreRefused) {
   EXPECT_FALSE(DecodeTaskMessage(Value::FromString("hello")).ok());
 }
 
+TEST(MessagesTest, ADoneReportCarriesWhatWasMissing) {
+  DoneMessage done{3, 1, 42, "", {"job.t.fwd.s2.m0", "job.p.w0.v2"}};
+  Value encoded = EncodeDoneMessage(done);
+  auto m = DecodeDoneMessage(encoded);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->attempt, 3);
+  EXPECT_EQ(m->handler, 1);
+  EXPECT_EQ(m->exec_ns, 42);
+  EXPECT_EQ(m->missing, done.missing);
+  auto bytes = encoded.As<uint8_t>();
+  EXPECT_FALSE(DecodeDoneMessage(Value::CopyOf(bytes.data(), bytes.size() - 1)).ok());
+}
+
 }  // namespace
 }  // namespace acan::runtime

@@ -13,6 +13,7 @@ std::string Progress::ToJson() const {
   j["completed"] = completed;
   j["retransmitted"] = retransmitted;
   j["duplicates_discarded"] = duplicates_discarded;
+  j["inputs_restored"] = inputs_restored;
   j["deadlines_extended"] = deadlines_extended;
   j["by_type"] = by_type;
   j["retransmit_reasons"] = retransmit_reasons;
@@ -40,6 +41,7 @@ Result<Progress> Progress::FromJson(std::string_view text) {
     p.retransmitted = j.at("retransmitted");
     p.duplicates_discarded = j.at("duplicates_discarded");
     p.deadlines_extended = j.at("deadlines_extended");
+    p.inputs_restored = j.value("inputs_restored", int64_t{0});
     p.by_type = j.at("by_type").get<std::map<std::string, int64_t>>();
     p.retransmit_reasons = j.at("retransmit_reasons").get<std::map<std::string, int64_t>>();
     p.useful_task_s = j.at("useful_task_s");

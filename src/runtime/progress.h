@@ -25,8 +25,9 @@ struct Progress {
   int64_t completed = 0;
   int64_t retransmitted = 0;
   int64_t duplicates_discarded = 0;
-  int64_t deadlines_extended = 0;          // deadlines passed while a live handler held the task
-  std::map<std::string, int64_t> by_type;  // completed tasks per type
+  int64_t deadlines_extended = 0;  // deadlines passed while a live handler held the task
+  int64_t inputs_restored = 0;     // step inputs put again after a handler found them missing
+  std::map<std::string, int64_t> by_type;             // completed tasks per type
   std::map<std::string, int64_t> retransmit_reasons;  // reason -> count
   double useful_task_s = 0;                           // first completions only
   int64_t versions_applied = 0;

@@ -8,7 +8,7 @@
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "runtime/job_runner.h"
-#include "runtime/version_oracle.h"
+#include "runtime/watched_run.h"
 #include "space/fault_space.h"
 
 namespace acan::runtime {
@@ -43,12 +43,12 @@ task_size = )" + std::to_string(task_size) +
   return *job;
 }
 
-struct Reference {
+struct Expected {
   nn::Model model;
   std::string sha;
 };
 
-Reference RunReference(const JobConfig& job, const nn::Model& init, const nn::Dataset& data) {
+Expected RunReference(const JobConfig& job, const nn::Model& init, const nn::Dataset& data) {
   auto trainer = nn::ReferenceTrainer::Create(job, init, data);
   EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
   auto epochs = (*trainer)->Train();
@@ -67,26 +67,15 @@ struct Prepared {
   JobConfig job;
   nn::Model init;
   nn::Dataset data;
-  Reference ref;
+  Expected ref;
 };
 
-// A run with the independent oracle beneath any injected faults: every run these tests make is
-// also held to exactly-once by what landed in the space, not by the manager's counters.
+// Every run these tests make is also held to exactly-once by the oracle (runtime/watched_run.h).
 RunResult RunDistributed(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                          RunOptions options, const RunHooks& hooks = {}) {
-  VersionOracle oracle(options.job_token, options.window);
-  RunHooks watched = hooks;
-  watched.wrap_space = [&](std::unique_ptr<Space> inner) {
-    std::unique_ptr<Space> seen = oracle.Wrap(std::move(inner));
-    return hooks.wrap_space ? hooks.wrap_space(std::move(seen)) : std::move(seen);
-  };
-  auto r = RunJob(job, data, init, options, watched);
+  auto r = RunWatched(job, data, init, options, hooks);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return RunResult{};
-  Status exactly_once =
-      oracle.CheckJob(job, r->progress.task_size, data.rows, r->progress.total_steps);
-  EXPECT_TRUE(exactly_once.ok()) << exactly_once.ToString();
-  return std::move(r).value();
+  return r.ok() ? std::move(r).value() : RunResult{};
 }
 
 void ExpectInvariants(const RunResult& r, const JobConfig& job) {

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <utility>
+
 #include "runtime/crashable_space.h"
 #include "runtime/liveness.h"
 
@@ -93,11 +95,19 @@ void ManagerSlot::Loop() {
           !killed_once_->exchange(true)) {
         crash_.store(true);
       }
+      if (hooks_.pause_manager_after_step >= 0 && p.next_step == hooks_.pause_manager_after_step &&
+          !std::exchange(paused_, true)) {
+        std::this_thread::sleep_for(hooks_.pause_manager_for);
+      }
     };
     CrashableSpace view(space_, &crash_);
-    mo.on_active = [this] {
+    mo.on_active = [&] {
       active_.store(true);
       telemetry_->OnActive(id_);
+      const int64_t incarnation = ++active_incarnations_;
+      if (hooks_.manager_crash_at) {
+        if (const int64_t n = hooks_.manager_crash_at(id_, incarnation); n > 0) view.KillAtWrite(n);
+      }
     };
     mo.on_recovered = [&](std::chrono::nanoseconds took) {
       telemetry_->OnRecovered(took, view.calls());
@@ -208,9 +218,21 @@ bool HandlerSlot::RunIncarnation() {
     stop_.store(false);
     incarnation_ = ++options_.incarnation;
   }
-  Handler handler(space_, layout_, options_, &stats_);
-  if (!handler.Announce().ok()) return false;  // the space closed
-  handler.Run(stop_);
+  // The incarnation's view of the space, which dies only at a write it is told to die at
+  // (RunHooks): a Crash() stops the handler through stop_, which then gives back what it holds.
+  static const std::atomic<bool> kNeverCrashed{false};
+  CrashableSpace view(space_, &kNeverCrashed);
+  if (crash_at_write_) {
+    if (const int64_t n = crash_at_write_(incarnation_); n > 0) {
+      view.KillAtWrite(n, [this] { Crash(); });
+    }
+  }
+  Handler handler(&view, layout_, options_, &stats_);
+  if (handler.Announce().ok()) {
+    handler.Run(stop_);
+  } else if (!stop_.load()) {
+    return false;  // the space closed
+  }
   if (finished_.load() || !stop_.load()) return false;  // done, or the space closed
   Clock::time_point crashed_at;
   {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -82,6 +83,8 @@ class ManagerSlot {
   std::atomic<bool> crash_{false};
   std::atomic<bool> active_{false};
   std::atomic<int64_t> crashes_{0};
+  int64_t active_incarnations_ = 0;  // on the slot's thread only
+  bool paused_ = false;              // RunHooks::pause_manager_after_step; on the slot's thread
   mutable std::mutex mu_;
   Status status_;                  // guarded by mu_
   ControllerSnapshot controller_;  // guarded by mu_
@@ -98,6 +101,11 @@ class HandlerSlot {
 
   // Binds the handler's thread to one CPU (before Start).
   void PinTo(int cpu) { cpu_ = cpu; }
+  // Each incarnation dies at its `point(incarnation)`-th write to the space (0: it does not):
+  // RunHooks' replayable crashes. Before Start.
+  void CrashAtWrite(std::function<int64_t(int64_t incarnation)> point) {
+    crash_at_write_ = std::move(point);
+  }
   void Start();
   // The injected crash: from this moment the handler's work is lost. Its supervisor (this slot,
   // on the caller's thread) sees it at once and says so; the thread itself notices when its
@@ -132,6 +140,7 @@ class HandlerSlot {
   int64_t incarnation_ = 0;       // guarded by crash_mu_
   Clock::time_point crashed_at_;  // guarded by crash_mu_
   int cpu_ = -1;
+  std::function<int64_t(int64_t)> crash_at_write_;
   std::thread thread_;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "nn/plan.h"
 #include "runtime/messages.h"
@@ -110,18 +111,23 @@ Status VersionOracle::Check(const std::vector<std::string>& shards, int64_t fina
     };
     auto it = versions_.find(shard);
     if (it == versions_.end()) return fail(0, "never written");
-    std::vector<Landed> written = it->second;
-    std::stable_sort(written.begin(), written.end(),
-                     [](const Landed& a, const Landed& b) { return a.number < b.number; });
-    for (size_t i = 0; i < written.size(); ++i) {
-      const int64_t want = static_cast<int64_t>(i);
-      if (written[i].number != want) {
-        return fail(written[i].number < want ? written[i].number : want,
-                    written[i].number < want ? "written twice" : "never written (a gap)");
-      }
-      if (i > 0 && written[i].order < written[i - 1].order) {
+    // Each version's first landing, in version order; more copies must be the same bytes (a
+    // write made again because it did not appear, or duplicated on the way: not a second update).
+    std::map<int64_t, const Landed*> first;
+    for (const Landed& l : it->second) {
+      auto [at, fresh] = first.emplace(l.number, &l);
+      if (fresh) continue;
+      if (at->second->hash != l.hash) return fail(l.number, "written twice, with other bytes");
+      if (l.order < at->second->order) at->second = &l;
+    }
+    std::vector<Landed> written;
+    for (const auto& [number, l] : first) {
+      const int64_t want = static_cast<int64_t>(written.size());
+      if (number != want) return fail(want, "never written (a gap)");
+      if (!written.empty() && l->order < written.back().order) {
         return fail(want, "written before the version it follows");
       }
+      written.push_back(*l);
     }
     if (static_cast<int64_t>(written.size()) != final_version + 1) {
       return fail(static_cast<int64_t>(written.size()),
@@ -163,6 +169,17 @@ int64_t VersionOracle::versions_written() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;
   for (const auto& [k, v] : versions_) n += static_cast<int64_t>(v.size());
+  return n;
+}
+
+int64_t VersionOracle::version_copies() const {
+  std::lock_guard lock(mu_);
+  int64_t n = 0;
+  for (const auto& [k, v] : versions_) {
+    std::set<int64_t> distinct;
+    for (const Landed& l : v) distinct.insert(l.number);
+    n += static_cast<int64_t>(v.size() - distinct.size());
+  }
   return n;
 }
 

@@ -2,12 +2,13 @@
 // A space wrapper records every parameter or velocity version that lands in the space
 // (<job>.p.<shard>.v<n>) and every proposal (<job>.u.<shard>.s<step>), with a hash of its bytes
 // and the order in which they landed; Check then holds the run to DESIGN.md section 5 without
-// asking the manager: each shard's versions 0..final were each written exactly once, in order,
-// and version n is bitwise a proposal of step n - 1 that had landed before it. It also reads every
-// task that lands and checks the versions it is told to read against the window W: an update of
-// step s reads exactly version s, any other task of step s a version in [s - W + 1, s]. The
-// manager's own counters (gaps, repeats) are not consulted. Thread-safe: the wrapper may be called
-// from any number of threads.
+// asking the manager: each shard's versions 0..final were each written, in order, with one
+// content each (a copy of the same bytes, a write made again, is not a second update: counted
+// apart), and version n is bitwise a proposal of step n - 1 that had landed before it. It also
+// reads every task that lands and checks the versions it is told to read against the window W: an
+// update of step s reads exactly version s, any other task of step s a version in [s - W + 1, s].
+// The manager's own counters (gaps, repeats) are not consulted. Thread-safe: the wrapper may be
+// called from any number of threads.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,8 @@ class VersionOracle {
   Status CheckJob(const JobConfig& job, int64_t task_size, int64_t rows, int64_t total_steps) const;
 
   int64_t versions_written() const;
+  // Landings of a version beyond its first (the same bytes again: see Check).
+  int64_t version_copies() const;
   int64_t proposals_seen() const;
   int64_t tasks_seen() const;
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "runtime/confirmed_put.h"
+
 namespace acan::runtime {
 
 Status VersionStore::Load(const std::vector<std::string>& shards) {
@@ -64,7 +66,7 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
   if (existing.has_value()) {
     outcome = Outcome::kRepeat;
   } else {
-    ACAN_RETURN_IF_ERROR(space_->Put(next, proposal->value));
+    ACAN_RETURN_IF_ERROR(PutConfirmed(space_, next, proposal->value));
   }
   v = step + 1;
   (void)space_->Take(proposal_key, SIZE_MAX, Deadline::Now());  // applied: it and any copies

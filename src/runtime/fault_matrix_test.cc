@@ -1,0 +1,235 @@
+// Every fault class on every key class, and crashes at every write (label: chaos): a run whose
+// puts of one key class are dropped, duplicated, delayed or reordered, or whose manager or handler
+// dies at its n-th write to the space, still ends with bitwise the reference weights at window 1,
+// its versions checked by the independent oracle. Faults are drawn from (seed, key, attempt) and
+// crashes from (seed, role, incarnation), so a failure replays from the seed it prints
+// (ACAN_FAULT_SEED overrides the seed of every test here).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "runtime/chaos.h"
+#include "runtime/watched_run.h"
+#include "space/fault_space.h"
+
+namespace acan::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples, int64_t epochs = 2) {
+  auto job = ParseJobString(R"(
+[model]
+layers = [24, 16, 4]
+activation = "tanh"
+loss = "softmax_cross_entropy"
+[data]
+source = "synthetic"
+samples = )" + std::to_string(samples) +
+                            R"(
+[train]
+epochs = )" + std::to_string(epochs) +
+                            R"(
+batch = 8
+lr = 0.1
+momentum = 0.5
+seed = 5
+[partition]
+strategy = ")" + strategy + R"("
+task_size = )" + std::to_string(task_size) +
+                            "\n");
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  return *job;
+}
+
+uint64_t SeedOr(uint64_t fallback) {
+  const char* env = std::getenv("ACAN_FAULT_SEED");
+  return env ? std::strtoull(env, nullptr, 10) : fallback;
+}
+
+// Short timeouts (a spurious retransmission costs time, never the result), a short lease (many
+// lease writes to hit), and a run that stalls fails in a minute instead of hanging.
+RunOptions FaultyRun() {
+  RunOptions o;
+  o.handlers = 3;
+  o.window = 1;
+  o.lease = 60ms;
+  o.manager_restart_delay = 5ms;
+  o.handler_restart_delay = 2ms;
+  o.controller.min_timeout = 40ms;
+  o.controller.initial_timeout = 80ms;
+  o.stall_floor = 5s;
+  o.abort_after_stall = 60s;
+  return o;
+}
+
+struct Class {
+  const char* name;
+  const char* pattern;
+  double rate;  // a few hits per run: the classes put once a step or less get a higher rate
+};
+const Class kClasses[] = {
+    {"tasks", "job.task.>", 0.05},         {"step_tensors", "job.t.>", 0.05},
+    {"versions", "job.p.>", 0.2},          {"proposals", "job.u.>", 0.1},
+    {"done_reports", "job.done.>", 0.05},  {"claims", "job.claim.>", 0.05},
+    {"alive", "job.alive.>", 0.5},         {"step_markers", "job.step.>", 0.3},
+    {"manager_state", "job.m.state", 0.3}, {"lease", "job.m.lease", 0.3},
+};
+const Fault kFaults[] = {Fault::kDrop, Fault::kDuplicate, Fault::kDelay, Fault::kReorder};
+
+const char* FaultName(Fault f) {
+  switch (f) {
+    case Fault::kDrop:
+      return "drop";
+    case Fault::kDuplicate:
+      return "duplicate";
+    case Fault::kDelay:
+      return "delay";
+    case Fault::kReorder:
+      return "reorder";
+    default:
+      return "none";
+  }
+}
+
+using Cell = std::tuple<Class, Fault>;
+class FaultMatrixTest : public ::testing::TestWithParam<Cell> {};
+
+TEST_P(FaultMatrixTest, ChangesTheCostNeverTheResult) {
+  const auto& [cls, fault] = GetParam();
+  const uint64_t seed = SeedOr(7);
+  SCOPED_TRACE(fmt::format("{} of {}, seed {} (ACAN_FAULT_SEED={} replays it)", FaultName(fault),
+                           cls.name, seed, seed));
+  const bool lease = std::string(cls.name) == "lease";
+  // The lease is renewed every third of it: a run of some length gives it a few dozen puts.
+  JobConfig job = Job("data", 4, lease ? 320 : 64);
+  const Reference ref = ReferenceRun(job);
+  FaultOptions f;
+  f.patterns = {cls.pattern};
+  f.seed = seed;
+  f.delay_by = 3ms;
+  (fault == Fault::kDrop        ? f.drop
+   : fault == Fault::kDuplicate ? f.duplicate
+   : fault == Fault::kDelay     ? f.delay
+                                : f.reorder) = cls.rate;
+  auto counts = std::make_shared<FaultCounts>();
+  RunHooks hooks;
+  // Handlers crash now and then, so that alive tuples and restart notices are put more than once.
+  hooks.crash_in_task_every = 40;
+  hooks.wrap_space = [&](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+    return std::make_unique<FaultSpace>(std::move(inner), f, counts);
+  };
+  RunOptions o = FaultyRun();
+  if (lease) o.lease = 20ms;
+  auto r = RunWatched(job, ref.data, ref.init, o, hooks);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(nn::ModelSha256(r->model), ref.weights);
+  EXPECT_TRUE(r->progress.finished);
+  ASSERT_GT(counts->total(), 0) << "no fault was injected: the test proved nothing";
+  if (fault == Fault::kDrop && std::string(cls.name) != "claims" &&
+      std::string(cls.name) != "alive" && std::string(cls.name) != "versions" &&
+      std::string(cls.name) != "step_markers" && std::string(cls.name) != "manager_state" &&
+      std::string(cls.name) != "lease") {
+    // A lost task, report, tensor or proposal is made good by running something again (the
+    // manager's own writes are read back and made again, so they cost no task).
+    EXPECT_GT(r->progress.retransmitted, 0);
+  }
+  std::printf("[ fault    ] %-9s %-13s injected %3lld, retransmitted %3lld (%s)\n",
+              FaultName(fault), cls.name, static_cast<long long>(counts->total()),
+              static_cast<long long>(r->progress.retransmitted),
+              [&] {
+                std::string reasons;
+                for (const auto& [why, n] : r->progress.retransmit_reasons) {
+                  reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", why, n);
+                }
+                return reasons;
+              }()
+                  .c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryClass, FaultMatrixTest,
+                         ::testing::Combine(::testing::ValuesIn(kClasses),
+                                            ::testing::ValuesIn(kFaults)),
+                         [](const ::testing::TestParamInfo<Cell>& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  FaultName(std::get<1>(info.param));
+                         });
+
+// The manager's first incarnation dies at its n-th write, for every n over its recovery and its
+// first steps: after a take (the reports it took are lost with it), before a version write,
+// between two shards of one update, before and after saving its state, in its clean-up. The
+// next one resumes from the space.
+TEST(CrashPointTest, AManagerDyingAtAnyWriteChangesNothing) {
+  JobConfig job = Job("data", 8, 32, 1);
+  const Reference ref = ReferenceRun(job);
+  RunOptions o = FaultyRun();
+  o.standby = false;
+  int64_t crashes = 0;
+  for (int64_t n = 1; n <= 90; ++n) {
+    SCOPED_TRACE(fmt::format("manager dies at its write {}", n));
+    RunHooks hooks;
+    hooks.manager_crash_at = [n](int, int64_t incarnation) { return incarnation == 1 ? n : 0; };
+    auto r = RunWatched(job, ref.data, ref.init, o, hooks);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(nn::ModelSha256(r->model), ref.weights);
+    crashes += r->manager_crashes;
+  }
+  EXPECT_EQ(crashes, 90);  // every one of them died where it was told to
+}
+
+// The same for a handler: at its n-th write it may have taken tasks, claimed one, written some
+// outputs or its report, or taken its claim back.
+TEST(CrashPointTest, AHandlerDyingAtAnyWriteChangesNothing) {
+  JobConfig job = Job("data", 8, 32, 1);
+  const Reference ref = ReferenceRun(job);
+  RunOptions o = FaultyRun();
+  o.handlers = 1;  // it makes every write of the run's tasks, so it surely reaches its n-th
+  int64_t crashes = 0;
+  for (int64_t n = 1; n <= 40; ++n) {
+    SCOPED_TRACE(fmt::format("handler 0 dies at its write {}", n));
+    RunHooks hooks;
+    hooks.handler_crash_at = [n](int h, int64_t incarnation) {
+      return h == 0 && incarnation == 1 ? n : 0;
+    };
+    auto r = RunWatched(job, ref.data, ref.init, o, hooks);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(nn::ModelSha256(r->model), ref.weights);
+    crashes += r->handlers[0].crashes;
+  }
+  EXPECT_EQ(crashes, 40);
+}
+
+TEST(CrashPointTest, APointDependsOnTheSeedRoleAndIncarnationOnly) {
+  std::set<int64_t> seen;
+  for (int64_t i = 1; i <= 200; ++i) {
+    const int64_t p = CrashPoint(3, 1, i, 50);
+    EXPECT_EQ(p, CrashPoint(3, 1, i, 50));
+    EXPECT_GE(p, 1);
+    EXPECT_LE(p, 50);
+    seen.insert(p);
+  }
+  EXPECT_GT(seen.size(), 30u);
+  EXPECT_NE(CrashPoint(3, 1, 1, 1000), CrashPoint(4, 1, 1, 1000));
+}
+
+// A manager paused past its lease (a SIGSTOP, a long GC pause) while the standby takes over:
+// when it resumes, it finds its lease gone and writes nothing more; every version lands once.
+TEST(CrashPointTest, APausedManagerIsFencedOffWhenItResumes) {
+  JobConfig job = Job("data", 8, 64);
+  const Reference ref = ReferenceRun(job);
+  RunOptions o = FaultyRun();
+  RunHooks hooks;
+  hooks.pause_manager_after_step = 3;
+  hooks.pause_manager_for = 10 * o.lease;
+  int64_t copies = -1;
+  auto r = RunWatched(job, ref.data, ref.init, o, hooks, &copies);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(nn::ModelSha256(r->model), ref.weights);
+  EXPECT_GE(r->progress.manager_takeovers, 1);  // the standby took over while it slept
+  EXPECT_EQ(copies, 0);                         // and the sleeper wrote no version again
+}
+
+}  // namespace
+}  // namespace acan::runtime

@@ -1,0 +1,55 @@
+// For the runtime's tests: a job's reference weights, and RunJob with the independent oracle
+// (runtime/version_oracle.h) beneath whatever the hooks wrap the space in, so that every run a
+// test makes, faulty or not, is also held to exactly-once by what landed in the space.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nn/dataset.h"
+#include "nn/model.h"
+#include "nn/trainer.h"
+#include "runtime/job_runner.h"
+#include "runtime/version_oracle.h"
+
+namespace acan::runtime {
+
+// A job's data, initial model and the reference trainer's weights (SHA-256) for it.
+struct Reference {
+  nn::Dataset data;
+  nn::Model init;
+  std::string weights;
+};
+
+inline Reference ReferenceRun(const JobConfig& job) {
+  Reference r{*nn::LoadDataset(job), *nn::InitialModel(job), ""};
+  auto trainer = *nn::ReferenceTrainer::Create(job, r.init, r.data);
+  EXPECT_TRUE(trainer->Train().ok());
+  r.weights = nn::ModelSha256(trainer->CurrentModel());
+  return r;
+}
+
+// RunJob with the oracle beneath the hooks' own wrapper (faults land on top of it, so a dropped
+// put never counts). A failed oracle check is a test failure; `copies` (if given) receives the
+// version copies it saw.
+inline Result<RunResult> RunWatched(const JobConfig& job, const nn::Dataset& data,
+                                    const nn::Model& init, const RunOptions& o,
+                                    const RunHooks& hooks = {}, int64_t* copies = nullptr) {
+  VersionOracle oracle(o.job_token, o.window);
+  RunHooks watched = hooks;
+  watched.wrap_space = [&](std::unique_ptr<Space> inner) {
+    std::unique_ptr<Space> seen = oracle.Wrap(std::move(inner));
+    return hooks.wrap_space ? hooks.wrap_space(std::move(seen)) : std::move(seen);
+  };
+  auto r = RunJob(job, data, init, o, watched);
+  if (r.ok()) {
+    Status exactly_once =
+        oracle.CheckJob(job, r->progress.task_size, data.rows, r->progress.total_steps);
+    EXPECT_TRUE(exactly_once.ok()) << exactly_once.ToString();
+    if (copies) *copies = oracle.version_copies();
+  }
+  return r;
+}
+
+}  // namespace acan::runtime
