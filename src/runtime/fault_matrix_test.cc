@@ -259,8 +259,8 @@ TEST_P(FaultSweepTest, EverySeedChangesTheCostNeverTheResult) {
   int64_t retransmitted = 0, manager_crashes = 0, handler_crashes = 0;
   const auto start = Clock::now();
   for (uint64_t seed = first; seed < first + uint64_t(seeds); ++seed) {
-    SCOPED_TRACE(fmt::format("seed {} (ACAN_FAULT_SEED={} ACAN_SOAK_SEEDS=1 replays it)", seed,
-                             seed));
+    SCOPED_TRACE(
+        fmt::format("seed {} (ACAN_FAULT_SEED={} ACAN_SOAK_SEEDS=1 replays it)", seed, seed));
     FaultOptions f;
     f.drop = f.duplicate = f.delay = f.reorder = 0.01;
     f.delay_by = 2ms;
@@ -289,8 +289,7 @@ TEST_P(FaultSweepTest, EverySeedChangesTheCostNeverTheResult) {
       c.strategy.c_str(), static_cast<long long>(c.task_size), static_cast<long long>(c.window),
       static_cast<long long>(seeds), static_cast<unsigned long long>(first),
       std::chrono::duration<double>(Clock::now() - start).count(),
-      static_cast<long long>(total.dropped.load()),
-      static_cast<long long>(total.duplicated.load()),
+      static_cast<long long>(total.dropped.load()), static_cast<long long>(total.duplicated.load()),
       static_cast<long long>(total.delayed.load()), static_cast<long long>(total.reordered.load()),
       static_cast<long long>(retransmitted), static_cast<long long>(manager_crashes),
       static_cast<long long>(handler_crashes));
@@ -301,9 +300,8 @@ TEST_P(FaultSweepTest, EverySeedChangesTheCostNeverTheResult) {
 INSTANTIATE_TEST_SUITE_P(Strategies, FaultSweepTest,
                          ::testing::Values(SweepCase{"data", 4, 1}, SweepCase{"data", 4, 2},
                                            SweepCase{"tiles", 8, 1}, SweepCase{"tiles", 8, 2},
-                                           SweepCase{"pipeline", 0, 1},
-                                           SweepCase{"pipeline", 0, 2}, SweepCase{"chain", 2, 1},
-                                           SweepCase{"chain", 2, 2}));
+                                           SweepCase{"pipeline", 0, 1}, SweepCase{"pipeline", 0, 2},
+                                           SweepCase{"chain", 2, 1}, SweepCase{"chain", 2, 2}));
 
 }  // namespace
 }  // namespace acan::runtime

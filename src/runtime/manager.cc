@@ -27,9 +27,10 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       job_(job),
       data_(data),
       options_(std::move(options)),
-      lease_(space_, layout_.Lease().str(), options_.owner, options_.lease, options_.env),
+      env_(options_.env ? options_.env : Env::Default()),
+      lease_(space_, layout_.Lease().str(), options_.owner, options_.lease, env_),
       versions_(space_, &layout_, options_.window),
-      liveness_(space_, &layout_, options_.env ? options_.env : Env::Default()),
+      liveness_(space_, &layout_, env_),
       controller_([&] {
         ControllerOptions c = options_.controller;
         c.adapt_task_size = options_.adapt_task_size;
@@ -200,7 +201,7 @@ Status Manager::Recover(ActiveStep& st) {
     if (t.dispatched && !done) {  // queued or running: a fresh deadline instead of a second copy
       dispatcher_.AddInFlight();
       t.attempt = 1;
-      t.sent_at = Clock::now();
+      t.sent_at = env_->Now();
       t.deadline = t.sent_at + controller_.Timeout(t.spec);
     }
   }
@@ -270,7 +271,7 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   }
   const std::vector<std::string>& input_keys = t.input_keys;
   t.dispatched = true;
-  t.sent_at = Clock::now();
+  t.sent_at = env_->Now();
   t.deadline = t.sent_at + controller_.Timeout(t.spec);
   progress_.dispatched++;
   if (reason) {
@@ -333,7 +334,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
   progress_.useful_task_s += double(msg->exec_ns) / 1e9;
   if (t.attempt == 1)
-    controller_.Observe(t.spec, duration_cast<nanoseconds>(Clock::now() - t.sent_at));
+    controller_.Observe(t.spec, duration_cast<nanoseconds>(env_->Now() - t.sent_at));
   for (const std::string& out : t.spec.outputs) {
     if (nn::Plan::IsStateKey(out)) {
       Status applied = ApplyUpdate(out, st.step);
@@ -472,7 +473,7 @@ Status Manager::CheckClaimsNow() {
 }
 
 Status Manager::CheckDeadlines() {
-  const auto now = Clock::now();
+  const auto now = env_->Now();
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
       if (t.attempt == 0 || t.done || !t.dispatched || t.deadline > now) continue;
@@ -573,7 +574,7 @@ Status Manager::FinalizeSteps() {
 }
 
 Clock::time_point Manager::NextWake() const {
-  Clock::time_point wake = std::min(lease_.renew_at(), Clock::now() + milliseconds(100));
+  Clock::time_point wake = std::min(lease_.renew_at(), env_->Now() + milliseconds(100));
   for (const auto& [step, st] : active_) {
     for (const TaskRun& t : st.tasks) {
       if (t.attempt > 0 && !t.done && t.dispatched) wake = std::min(wake, t.deadline);
@@ -593,7 +594,7 @@ void Manager::ProbeTasks() {
     auto f = (*t)->value.As<float>();
     state[key].assign(f.begin(), f.end());
   }
-  const Env& env = options_.env ? *options_.env : *Env::Default();
+  const Env& env = *env_;
   ProbeStep(
       *plan_, step, batcher_->Get(step), std::move(state), env, env.Now() + options_.lease / 4,
       [this] { return lease_.Keep().ok(); },
@@ -627,7 +628,11 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
     ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(AdmitAhead());
-    auto dones = space_->Take(done, 256, Deadline(NextWake()));
+    // NextWake is on the Env's clock; the wait is real time (at most 100 ms, so a test's clock
+    // that jumps is seen within that).
+    const auto wait = std::clamp<Clock::duration>(NextWake() - env_->Now(), Clock::duration(0),
+                                                  milliseconds(100));
+    auto dones = space_->Take(done, 256, Deadline::After(wait));
     const auto begin = Clock::now();
     if (dones.ok()) {
       for (const Tuple& d : *dones) {

@@ -76,7 +76,8 @@ struct ManagerOptions {
   std::function<void(const std::string& task_key, int64_t exec_ns)> on_task_done;
   // Where retransmissions and take-overs are recorded; null: not traced.
   TraceRecorder* trace = nullptr;
-  // The wall clock that claims are compared with; null: Env::Default().
+  // The clock of deadlines, task times, the lease and claims; null: Env::Default(). A test's
+  // ManualEnv forces every deadline path without sleeping.
   const Env* env = nullptr;
 };
 
@@ -143,6 +144,7 @@ class Manager {
   const JobConfig* job_;
   const nn::Dataset* data_;
   ManagerOptions options_;
+  const Env* env_;  // deadlines, task times and the lease are on its clock
   Lease lease_;
   VersionStore versions_;
   Liveness liveness_;
