@@ -21,7 +21,7 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANIT
 cmake --build build-tsan -j"$jobs" --target space_test space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 120 \
-  -R '^((Mem|MemSpin|MemNamed|Census)[.]|MemSpaceTest|CensusSpaceTest|MemSpaceStressTest|RuntimeTest|ControllerTest|ChaosTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest))'
+  -R '^((Mem|MemSpin|MemNamed|Census)[.]|MemSpaceTest|CensusSpaceTest|FaultSpaceTest|MemSpaceStressTest|RuntimeTest|DeadlineTest|ControllerTest|ChaosTest|CrashPointTest|EveryClass/FaultMatrixTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest|FaultSweepTest))'
 
 echo "== install and find_package(acan) from a consumer project"
 rm -rf build-consumer "$root/build/stage"

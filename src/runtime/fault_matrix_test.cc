@@ -273,7 +273,9 @@ TEST_P(FaultSweepTest, EverySeedChangesTheCostNeverTheResult) {
     auto r = RunWatched(job, ref.data, ref.init, o, hooks);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->progress.finished);
-    if (c.window == 1) ASSERT_EQ(nn::ModelSha256(r->model), ref.weights);
+    if (c.window == 1) {
+      ASSERT_EQ(nn::ModelSha256(r->model), ref.weights);
+    }
     total.dropped += counts->dropped;
     total.duplicated += counts->duplicated;
     total.delayed += counts->delayed;

@@ -137,7 +137,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   const auto taken = Clock::now();
   if (AlreadyDone(m)) {
     stats_->reused.fetch_add(1);
-    DoneMessage done{m.attempt, options_.id, 0, ""};
+    DoneMessage done{m.attempt, options_.id, 0, "", {}};
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done));
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
@@ -208,7 +208,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
     stats_->lost_ns.fetch_add(exec_ns);
     return Outcome::kLost;  // crashed mid-task: nothing is reported
   }
-  DoneMessage done{m.attempt, options_.id, exec_ns, ""};
+  DoneMessage done{m.attempt, options_.id, exec_ns, "", {}};
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       Key key = layout_.Output(m.spec.outputs[i], m.spec.step);

@@ -34,7 +34,7 @@ void Liveness::DropClaims(std::string_view task_key) {
 Status PutRestartNotice(Space* space, const Layout& layout, int handler) {
   const Key key = layout.RestartNotice(handler);
   (void)space->Take(key, SIZE_MAX, Deadline::Now());
-  return space->Put(key, EncodeDoneMessage(DoneMessage{0, handler, 0, ""}));
+  return space->Put(key, EncodeDoneMessage(DoneMessage{0, handler, 0, "", {}}));
 }
 
 Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation) {
