@@ -153,8 +153,9 @@ Status Manager::Admit(int64_t step) {
   if (recovering) {
     ACAN_ASSIGN_OR_RETURN(open, space_->Read(layout_.StepOpen(step)));
   }
-  if (!open.has_value())
+  if (!open.has_value()) {
     ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(step), Value()));
+  }
   std::vector<std::string> inputs;
   for (auto& [key, tensor] : plan_->StepInputs(step, rows, batch.x, batch.t)) {
     inputs.push_back(key);
@@ -359,9 +360,8 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
     auto parsed = key.ok() ? layout_.Parse(*key) : Result<ParsedKey>(key.status());
     if (!parsed.ok()) {
       return Status::DataLoss(
-          fmt::format("task '{}' reports a missing input '{}' that is not a "
-                      "key of job '{}'",
-                      t.spec.key, text, layout_.job()));
+          fmt::format("task '{}' reports a missing input '{}', not a key of '{}'", t.spec.key, text,
+                      layout_.job()));
     }
     ACAN_ASSIGN_OR_RETURN(auto present, space_->Read(*key));
     if (present.has_value()) continue;  // it landed late: sending the task again is enough
@@ -387,10 +387,8 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
     }
     const std::optional<size_t> producer = st.ProducerOf(parsed->name);
     if (!producer.has_value()) {
-      return Status::DataLoss(
-          fmt::format("task '{}' of step {} reads '{}', which no task of the "
-                      "step writes",
-                      t.spec.key, st.step, parsed->name));
+      return Status::DataLoss(fmt::format("task '{}' of step {} reads '{}', which no task writes",
+                                          t.spec.key, st.step, parsed->name));
     }
     st.Await(parsed->name, self);
     waits = true;
