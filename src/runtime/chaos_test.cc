@@ -138,9 +138,15 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   o.chaos.crash_probability = 0.7;
   o.chaos.crash_manager = true;
   o.chaos.seed = 3;
-  auto r = RunWatched(job, data, init, o);
+  // The schedule's crashes may all land between tasks; this one loses a task for certain.
+  RunHooks hooks;
+  hooks.crash_in_task_every = 60;
+  auto r = RunWatched(job, data, init, o, hooks);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ExpectWithinBound(r->census, BoundFor(job, data, c.task_size, o.window, o.handlers));
+  // Tasks were lost, sent again, and redone.
+  EXPECT_GT(r->progress.retransmitted, 0);
+  EXPECT_FALSE(r->recovery.handler_ms.empty());
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
   EXPECT_EQ(r->progress.gaps, 0);
   EXPECT_EQ(r->progress.repeats, 0);
