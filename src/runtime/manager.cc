@@ -110,7 +110,7 @@ Status Manager::LoadState() {
       if (!key.empty()) shards.push_back(key);
     }
   }
-  ACAN_RETURN_IF_ERROR(versions_.Load(shards));
+  ACAN_RETURN_IF_ERROR(versions_.Load(shards, progress_.next_step));
   next_admit_ = progress_.next_step;
   // A previous manager may have admitted up to `window` + 1 steps, and its handlers may have run
   // their tasks since: look at what is in the space before sending any of them again. Always,
@@ -366,7 +366,8 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
     ACAN_ASSIGN_OR_RETURN(auto present, space_->Read(*key));
     if (present.has_value()) continue;  // it landed late: sending the task again is enough
     if (parsed->kind == KeyKind::kState) {
-      if (parsed->version < versions_.Current(parsed->name)) continue;  // sent again reads a newer
+      // Every copy reads the version its first copy read, kept until the step is complete:
+      // sending it again would find it missing again.
       return Status::DataLoss(fmt::format(
           "version {} of shard '{}' is gone from the space (task '{}' could not read it); the "
           "model's state has no other copy, so job '{}' cannot go on",

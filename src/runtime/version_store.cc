@@ -9,7 +9,7 @@
 
 namespace acan::runtime {
 
-Status VersionStore::Load(const std::vector<std::string>& shards) {
+Status VersionStore::Load(const std::vector<std::string>& shards, int64_t oldest_step) {
   versions_.clear();
   std::map<std::string, std::vector<std::pair<Key, int64_t>>> found;
   for (const std::string& shard : shards) {
@@ -27,7 +27,7 @@ Status VersionStore::Load(const std::vector<std::string>& shards) {
     }
     versions_[shard] = best;
   }
-  const int64_t oldest_needed = Min() + 1 - window_;
+  const int64_t oldest_needed = std::min(Min(), oldest_step) + 1 - window_;
   for (const auto& [shard, keys] : found) {
     for (const auto& [key, version] : keys) {
       if (version < oldest_needed) (void)space_->Take(key, 16, Deadline::Now());

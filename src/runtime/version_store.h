@@ -27,8 +27,10 @@ class VersionStore {
 
   // Finds the newest version of each shard in the space (DataLoss naming a shard that has none),
   // then drops the versions no task can read any more (a predecessor may have stopped before it
-  // dropped them): the slowest shard decides, as a step's task may still have to read it.
-  Status Load(const std::vector<std::string>& shards);
+  // dropped them): those older than the window below both the slowest shard and `oldest_step`,
+  // the oldest step not yet complete, whose tasks may have to run again on the versions they
+  // read even when every shard is past it already.
+  Status Load(const std::vector<std::string>& shards, int64_t oldest_step);
 
   // The current version of a loaded shard. REQUIRES: Load named it.
   int64_t Current(const std::string& shard) const { return versions_.at(shard); }
