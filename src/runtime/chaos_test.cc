@@ -18,27 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 
 JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples) {
-  auto job = ParseJobString(R"(
-[model]
-layers = [64, 48, 4]
-activation = "tanh"
-loss = "softmax_cross_entropy"
-[data]
-source = "synthetic"
-samples = )" + std::to_string(samples) +
-                            R"(
-[train]
-epochs = 2
-batch = 16
-lr = 0.1
-momentum = 0.5
-seed = 5
-[partition]
-strategy = ")" + strategy + R"("
-task_size = )" + std::to_string(task_size) +
-                            "\n");
-  EXPECT_TRUE(job.ok()) << job.status().ToString();
-  return *job;
+  return ClassifierJob("64, 48, 4", 16, strategy, task_size, samples);
 }
 
 // The most a run may hold in the space at once, from the plan alone: W + 1 steps in flight, each

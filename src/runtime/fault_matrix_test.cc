@@ -20,28 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 
 JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples, int64_t epochs = 2) {
-  auto job = ParseJobString(R"(
-[model]
-layers = [24, 16, 4]
-activation = "tanh"
-loss = "softmax_cross_entropy"
-[data]
-source = "synthetic"
-samples = )" + std::to_string(samples) +
-                            R"(
-[train]
-epochs = )" + std::to_string(epochs) +
-                            R"(
-batch = 8
-lr = 0.1
-momentum = 0.5
-seed = 5
-[partition]
-strategy = ")" + strategy + R"("
-task_size = )" + std::to_string(task_size) +
-                            "\n");
-  EXPECT_TRUE(job.ok()) << job.status().ToString();
-  return *job;
+  return ClassifierJob("24, 16, 4", 8, strategy, task_size, samples, epochs);
 }
 
 uint64_t SeedOr(uint64_t fallback) {

@@ -1,8 +1,9 @@
-// For the runtime's tests: a job's reference weights, and RunJob with the independent oracle
-// (runtime/version_oracle.h) beneath whatever the hooks wrap the space in, so that every run a
-// test makes, faulty or not, is also held to exactly-once by what landed in the space.
+// For the runtime's tests: a synthetic job, its reference weights, and RunJob with the independent
+// oracle (runtime/version_oracle.h) beneath whatever the hooks wrap the space in, so that every run
+// a test makes, faulty or not, is also held to exactly-once by what landed in the space.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,6 +15,34 @@
 #include "runtime/version_oracle.h"
 
 namespace acan::runtime {
+
+// A synthetic classification job (tanh, softmax cross-entropy, momentum 0.5, 2 epochs unless
+// told): `layers` as in a job file ("64, 48, 4").
+inline JobConfig ClassifierJob(const std::string& layers, int64_t batch,
+                               const std::string& strategy, int64_t task_size, int64_t samples,
+                               int64_t epochs = 2) {
+  auto job = ParseJobString(fmt::format(R"(
+[model]
+layers = [{}]
+activation = "tanh"
+loss = "softmax_cross_entropy"
+[data]
+source = "synthetic"
+samples = {}
+[train]
+epochs = {}
+batch = {}
+lr = 0.1
+momentum = 0.5
+seed = 5
+[partition]
+strategy = "{}"
+task_size = {}
+)",
+                                        layers, samples, epochs, batch, strategy, task_size));
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  return *job;
+}
 
 // A job's data, initial model and the reference trainer's weights (SHA-256) for it.
 struct Reference {

@@ -12,14 +12,24 @@ using namespace std::chrono_literals;
 
 std::string KeyOf(int i) { return "job.t.k" + std::to_string(i); }
 
+// A FaultSpace over mem:, and the space beneath it, to look at what landed.
+struct Faulty {
+  explicit Faulty(const FaultOptions& f) {
+    auto opened = OpenSpace("mem:");
+    EXPECT_TRUE(opened.ok());
+    inner = opened->get();
+    faults = std::make_unique<FaultSpace>(std::move(*opened), f, counts);
+  }
+  std::shared_ptr<FaultCounts> counts = std::make_shared<FaultCounts>();
+  Space* inner = nullptr;
+  std::unique_ptr<FaultSpace> faults;
+};
+
 // What a FaultSpace did to keys 0..n-1 (each put once), from what is in the space afterwards.
 std::vector<int64_t> Landed(int n, const FaultOptions& options, bool threaded) {
-  auto opened = OpenSpace("mem:");
-  EXPECT_TRUE(opened.ok());
-  Space* inner = opened->get();
-  FaultSpace faults(std::move(*opened), options);
+  Faulty f(options);
   auto put = [&](int begin, int step) {
-    for (int i = begin; i < n; i += step) EXPECT_TRUE(faults.Put(KeyOf(i), Value()).ok());
+    for (int i = begin; i < n; i += step) EXPECT_TRUE(f.faults->Put(KeyOf(i), Value()).ok());
   };
   if (threaded) {
     std::thread a(put, 0, 2), b(put, 1, 2);  // another interleaving of the same puts
@@ -31,7 +41,7 @@ std::vector<int64_t> Landed(int n, const FaultOptions& options, bool threaded) {
   std::this_thread::sleep_for(options.delay_by + 20ms);  // the delayed ones land
   std::vector<int64_t> copies;
   for (int i = 0; i < n; ++i) {
-    copies.push_back(static_cast<int64_t>(inner->ReadAll(KeyOf(i)).value().size()));
+    copies.push_back(static_cast<int64_t>(f.inner->ReadAll(KeyOf(i)).value().size()));
   }
   return copies;
 }
@@ -66,66 +76,51 @@ TEST(FaultSpaceTest, ADecisionDependsOnSeedKeyAndAttemptOnly) {
 }
 
 TEST(FaultSpaceTest, OnlyMatchingKeysAreHit) {
-  auto opened = OpenSpace("mem:");
-  ASSERT_TRUE(opened.ok());
-  Space* inner = opened->get();
   FaultOptions f;
   f.patterns = {"job.u.>"};
   f.drop = 1;
-  auto counts = std::make_shared<FaultCounts>();
-  FaultSpace faults(std::move(*opened), f, counts);
-  ASSERT_TRUE(faults.Put("job.u.w0.s1", Value()).ok());
-  ASSERT_TRUE(faults.Put("job.t.x", Value()).ok());
-  EXPECT_FALSE(inner->Read("job.u.w0.s1").value().has_value());
-  EXPECT_TRUE(inner->Read("job.t.x").value().has_value());
-  EXPECT_EQ(counts->dropped.load(), 1);
+  Faulty space(f);
+  ASSERT_TRUE(space.faults->Put("job.u.w0.s1", Value()).ok());
+  ASSERT_TRUE(space.faults->Put("job.t.x", Value()).ok());
+  EXPECT_FALSE(space.inner->Read("job.u.w0.s1").value().has_value());
+  EXPECT_TRUE(space.inner->Read("job.t.x").value().has_value());
+  EXPECT_EQ(space.counts->dropped.load(), 1);
 }
 
 TEST(FaultSpaceTest, AReorderedPutLandsAfterTheNextOne) {
-  auto opened = OpenSpace("mem:");
-  ASSERT_TRUE(opened.ok());
-  Space* inner = opened->get();
   FaultOptions f;
   f.patterns = {"job.a"};
   f.reorder = 1;
   f.delay_by = 10s;  // only the next put releases it
-  auto counts = std::make_shared<FaultCounts>();
-  FaultSpace faults(std::move(*opened), f, counts);
-  ASSERT_TRUE(faults.Put("job.a", Value::FromString("first")).ok());
-  EXPECT_FALSE(inner->Read("job.a").value().has_value());  // held back
-  ASSERT_TRUE(faults.Put("job.a", Value::FromString("second")).ok());
-  auto taken = inner->Take("job.a", 2, Deadline::Now());  // oldest first
+  Faulty space(f);
+  ASSERT_TRUE(space.faults->Put("job.a", Value::FromString("first")).ok());
+  EXPECT_FALSE(space.inner->Read("job.a").value().has_value());  // held back
+  ASSERT_TRUE(space.faults->Put("job.a", Value::FromString("second")).ok());
+  auto taken = space.inner->Take("job.a", 2, Deadline::Now());  // oldest first
   ASSERT_TRUE(taken.ok());
   ASSERT_EQ(taken->size(), 2u);
   EXPECT_EQ((*taken)[0].value.AsString(), "second");
   EXPECT_EQ((*taken)[1].value.AsString(), "first");
-  EXPECT_EQ(counts->reordered.load(), 1);
+  EXPECT_EQ(space.counts->reordered.load(), 1);
 }
 
 TEST(FaultSpaceTest, AHeldPutLandsByItselfWhenNothingOvertakesIt) {
-  auto opened = OpenSpace("mem:");
-  ASSERT_TRUE(opened.ok());
-  Space* inner = opened->get();
   FaultOptions f;
   f.reorder = 1;
   f.delay_by = 5ms;
-  FaultSpace faults(std::move(*opened), f);
-  ASSERT_TRUE(faults.Put("job.a", Value()).ok());
-  EXPECT_TRUE(inner->Get(Pattern::Parse("job.a").value(), Deadline::After(10s)).ok());
+  Faulty space(f);
+  ASSERT_TRUE(space.faults->Put("job.a", Value()).ok());
+  EXPECT_TRUE(space.inner->Get(Pattern::Parse("job.a").value(), Deadline::After(10s)).ok());
 }
 
 TEST(FaultSpaceTest, ADelayedPutLandsLater) {
-  auto opened = OpenSpace("mem:");
-  ASSERT_TRUE(opened.ok());
-  Space* inner = opened->get();
   FaultOptions f;
   f.delay = 1;
   f.delay_by = 5ms;
-  auto counts = std::make_shared<FaultCounts>();
-  FaultSpace faults(std::move(*opened), f, counts);
-  ASSERT_TRUE(faults.Put("job.a", Value()).ok());
-  EXPECT_TRUE(inner->Get(Pattern::Parse("job.a").value(), Deadline::After(10s)).ok());
-  EXPECT_EQ(counts->delayed.load(), 1);
+  Faulty space(f);
+  ASSERT_TRUE(space.faults->Put("job.a", Value()).ok());
+  EXPECT_TRUE(space.inner->Get(Pattern::Parse("job.a").value(), Deadline::After(10s)).ok());
+  EXPECT_EQ(space.counts->delayed.load(), 1);
 }
 
 }  // namespace
