@@ -123,7 +123,7 @@ struct HandlerReport {
   double idle_ratio = 0;
   double speed = 1;
   int64_t crashes = 0;
-  int64_t missing_inputs = 0;  // tasks dropped because an input was gone (late duplicates)
+  int64_t missing_inputs = 0;  // tasks not run for a missing input (reported to the manager)
   int64_t bad_tuples = 0;      // undecodable task tuples
   int64_t reused = 0;          // resent tasks whose outputs were in the space already
 };

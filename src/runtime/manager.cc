@@ -350,7 +350,7 @@ Status Manager::OnDone(const Tuple& tuple) {
 
 // A handler could not run `t`: inputs it was sent to read are not in the space. What landed late
 // is there now; a step input is made again from the batch; a tensor another task wrote is made
-// again by running that task again, `t` waiting for it as at the start (DESIGN.md section 5). A
+// again by running that task again, `t` waiting for it as at the start (docs/architecture.md). A
 // version of a shard has no other copy: its loss ends the job with an error, never a loop.
 Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<std::string>& keys) {
   const size_t self = static_cast<size_t>(&t - st.tasks.data());

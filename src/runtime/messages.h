@@ -33,7 +33,7 @@ struct DoneMessage {
   int64_t exec_ns = 0;  // time the kernel ran (including any injected slow-down)
   std::string error;    // non-empty: the task failed deterministically (bad inputs); no outputs
   // Non-empty: the task did not run because these inputs (space keys) were not in the space; the
-  // manager brings them back (DESIGN.md section 5) and sends the task again.
+  // manager brings them back (docs/architecture.md) and sends the task again.
   std::vector<std::string> missing;
 };
 Value EncodeDoneMessage(const DoneMessage& m);
