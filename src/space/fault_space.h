@@ -6,7 +6,9 @@
 // Replayable: whether the n-th put of a key is hit, and how, is a function of (seed, key, n)
 // alone, not of the order in which threads reach the wrapper, so a seed gives the same faults on
 // the same tuples however the run's threads interleave (as long as they put the same keys the
-// same number of times). Thread-safe; the counters may be read while it runs.
+// same number of times). It keeps a count for every key put through it, so it is for runs of
+// bounded length (tests, experiments), not for a long-lived space. Thread-safe; the counters may
+// be read while it runs.
 #pragma once
 
 #include <atomic>
