@@ -32,7 +32,7 @@ Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
     return first.status();
   }
   std::vector<Tuple> tokens{std::move(*first)};
-  auto more = space_->Take(pattern, 16, Deadline::Now());
+  auto more = space_->Take(pattern, SIZE_MAX, Deadline::Now());
   if (more.ok()) {
     for (Tuple& t : *more) tokens.push_back(std::move(t));
   } else if (!more.status().IsTimeout()) {
@@ -54,8 +54,11 @@ Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
 Status Lease::PutOurs() {
   expires_ms_ = NowMs() + duration_.count();
   renew_at_ = env_->Now() + duration_ / 3;
-  return PutConfirmed(space_, Key::Parse(key_).value(),
-                      EncodeLeaseMessage({owner_, NowMs() + duration_.count()}));
+  return PutToken({owner_, expires_ms_});
+}
+
+Status Lease::PutToken(const LeaseMessage& m) {
+  return PutConfirmed(space_, Key::Parse(key_).value(), EncodeLeaseMessage(m));
 }
 
 Status Lease::Acquire(const std::atomic<bool>& stop) {
@@ -87,8 +90,7 @@ Status Lease::Acquire(const std::atomic<bool>& stop) {
           took_over_ = !m->owner.empty() && m->owner != owner_;
           return PutOurs();
         }
-        ACAN_RETURN_IF_ERROR(PutConfirmed(space_, Key::Parse(key_).value(),
-                                          EncodeLeaseMessage(*m)));  // not ours: put back
+        ACAN_RETURN_IF_ERROR(PutToken(*m));  // not ours: put back
       }
     }
     // Look again a fifth of a lease later; `stop` ends the wait.
@@ -106,7 +108,7 @@ Status Lease::Renew() {
     ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 10)));
     if (!m.has_value()) continue;  // someone is looking at it; try again
     if (m->owner != owner_) {
-      ACAN_RETURN_IF_ERROR(PutConfirmed(space_, Key::Parse(key_).value(), EncodeLeaseMessage(*m)));
+      ACAN_RETURN_IF_ERROR(PutToken(*m));
       return Status::Unavailable(fmt::format("{} lost the lease to {}", owner_, m->owner));
     }
     return PutOurs();

@@ -47,6 +47,8 @@ class Lease {
   // Takes the token with any duplicates; the one that lapses last, or none by the deadline.
   Result<std::optional<LeaseMessage>> Take(Deadline deadline);
   Status PutOurs();
+  // Puts a token back (read back until it is there: runtime/confirmed_put.h).
+  Status PutToken(const LeaseMessage& m);
   int64_t NowMs() const;  // the wall clock, as the token's expiry
 
   Space* space_;

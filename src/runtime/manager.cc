@@ -139,6 +139,11 @@ Status Manager::SaveState() {
 
 // ---- dataflow ----
 
+std::vector<nn::KeyedTensor> Manager::InputsOf(const nn::Plan& plan, int64_t step, int64_t rows) {
+  const nn::Batch batch = batcher_->Get(step);
+  return plan.StepInputs(step, rows, batch.x, batch.t);
+}
+
 Status Manager::Admit(int64_t step) {
   const bool recovering = recover_steps_ > 0;
   if (recovering) --recover_steps_;
@@ -147,7 +152,6 @@ Status Manager::Admit(int64_t step) {
     progress_.task_size = plan_->task_size();
   }
   const int64_t rows = batcher_->BatchRows(step);
-  nn::Batch batch = batcher_->Get(step);
   // Open the step before anything of it exists (a recovered step may be open already).
   std::optional<Tuple> open;
   if (recovering) {
@@ -157,7 +161,7 @@ Status Manager::Admit(int64_t step) {
     ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(step), Value()));
   }
   std::vector<std::string> inputs;
-  for (auto& [key, tensor] : plan_->StepInputs(step, rows, batch.x, batch.t)) {
+  for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) {
     inputs.push_back(key);
     if (recovering) {
       ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
@@ -378,8 +382,7 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
           fmt::format("task '{}' reports a missing input '{}'", t.spec.key, text));
     }
     if (std::find(st.inputs.begin(), st.inputs.end(), parsed->name) != st.inputs.end()) {
-      const nn::Batch batch = batcher_->Get(st.step);
-      for (auto& [name, tensor] : st.plan->StepInputs(st.step, st.rows, batch.x, batch.t)) {
+      for (auto& [name, tensor] : InputsOf(*st.plan, st.step, st.rows)) {
         if (name != parsed->name) continue;
         progress_.inputs_restored++;
         ACAN_RETURN_IF_ERROR(space_->Put(*key, Value::FromVector(std::move(tensor))));
@@ -515,11 +518,8 @@ Status Manager::CleanupLeftStep() {
   const int64_t step = progress_.next_step - 1;
   if (step < 0) return Status::Ok();
   const int64_t rows = batcher_->BatchRows(step);
-  nn::Batch batch = batcher_->Get(step);
   std::vector<std::string> inputs;
-  for (auto& [key, tensor] : plan_->StepInputs(step, rows, batch.x, batch.t)) {
-    inputs.push_back(key);
-  }
+  for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) inputs.push_back(key);
   return CleanupStep(StepFlow::Build(plan_, step, rows, std::move(inputs), /*encode=*/false));
 }
 

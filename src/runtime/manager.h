@@ -111,6 +111,8 @@ class Manager {
   Status SaveState();
   Status AdmitAhead();
   Status Admit(int64_t step);
+  // Step `step`'s input tensors (its mini-batch, as `plan` splits it), made from the data.
+  std::vector<nn::KeyedTensor> InputsOf(const nn::Plan& plan, int64_t step, int64_t rows);
   void ReportFlight() const;
   Status Recover(ActiveStep& st);
   // Sends a fresh task when the pouch has room, else queues it; retransmissions (a reason)

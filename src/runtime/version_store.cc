@@ -30,7 +30,7 @@ Status VersionStore::Load(const std::vector<std::string>& shards, int64_t oldest
   const int64_t oldest_needed = std::min(Min(), oldest_step) + 1 - window_;
   for (const auto& [shard, keys] : found) {
     for (const auto& [key, version] : keys) {
-      if (version < oldest_needed) (void)space_->Take(key, 16, Deadline::Now());
+      if (version < oldest_needed) (void)space_->Take(key, SIZE_MAX, Deadline::Now());
     }
   }
   return Status::Ok();
@@ -75,7 +75,7 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
 
 void VersionStore::DropStale(const std::string& shard, int64_t step) {
   const int64_t stale = step + 1 - window_;
-  if (stale >= 0) (void)space_->Take(layout_->State(shard, stale), 16, Deadline::Now());
+  if (stale >= 0) (void)space_->Take(layout_->State(shard, stale), SIZE_MAX, Deadline::Now());
 }
 
 Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
