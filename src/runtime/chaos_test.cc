@@ -118,9 +118,15 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   o.chaos.crash_probability = 0.7;
   o.chaos.crash_manager = true;
   o.chaos.seed = 3;
-  // The schedule's crashes may all land between tasks; this one loses a task for certain.
+  // The schedule's crashes may all land between tasks; this one loses tasks for certain: the run
+  // has `tasks` first runs, so crashing each handler in every (tasks / 12)-th of its own leaves
+  // at least 12 - 3 crashes however the work is shared out.
+  const nn::Plan plan = *nn::Plan::Create(job, c.task_size, data.rows);
+  nn::Batcher batcher(&data, nn::Plan::StepBatch(job, c.task_size, data.rows), false, 1);
+  const int64_t tasks = int64_t(plan.StepTasks(0, batcher.BatchRows(0)).size()) *
+                        batcher.BatchesPerEpoch() * job.train.epochs;
   RunHooks hooks;
-  hooks.crash_in_task_every = 60;
+  hooks.crash_in_task_every = std::max<int64_t>(2, tasks / (4 * o.handlers));
   auto r = RunWatched(job, data, init, o, hooks);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ExpectWithinBound(r->census, BoundFor(job, data, c.task_size, o.window, o.handlers));
@@ -130,9 +136,8 @@ TEST_P(ChaosTest, CrashesChangeTheCostNeverTheResult) {
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
   EXPECT_EQ(r->progress.gaps, 0);
   EXPECT_EQ(r->progress.repeats, 0);
-  auto plan = nn::Plan::Create(job);
   EXPECT_EQ(r->progress.versions_applied,
-            int64_t(plan->shards().size()) * 2 * r->progress.total_steps);  // weights + velocity
+            int64_t(plan.shards().size()) * 2 * r->progress.total_steps);  // weights + velocity
   int64_t handler_crashes = 0;
   for (const auto& h : r->handlers) handler_crashes += h.crashes;
   EXPECT_GT(handler_crashes, 0);
