@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "space/mem/mem_space.h"
+#include "space/nats/nats_space.h"
 #include "space/uri_internal.h"
 
 namespace acan {
@@ -163,7 +164,10 @@ Registry& GetRegistry() {
 }
 void RegisterBuiltins() {
   static std::once_flag once;
-  std::call_once(once, [] { (void)mem::RegisterMemSpace(); });
+  std::call_once(once, [] {
+    (void)mem::RegisterMemSpace();
+    (void)nats::RegisterNatsSpace();
+  });
 }
 }  // namespace
 

@@ -17,9 +17,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <thread>
+#include <vector>
 
 #include "acan/space.h"
 
@@ -249,11 +252,114 @@ TYPED_TEST_P(SpaceConformance, StatsCountOperations) {
   EXPECT_EQ(st.bytes, 2u);
 }
 
+// Differential: random puts, reads, takes and read-alls against a plain list scanned in insertion
+// order (the model of DESIGN.md section 3), with patterns whose wildcards sit anywhere.
+TYPED_TEST_P(SpaceConformance, AgreesWithALinearModel) {
+  auto s = this->Open();
+  std::mt19937 rng(11);
+  const char* tokens[] = {"a", "b", "c"};
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  auto random_name = [&](bool pattern) {
+    std::string out;
+    const size_t depth = 1 + pick(3);
+    for (size_t i = 0; i < depth; ++i) {
+      const size_t r = pick(10);
+      std::string t = !pattern                     ? tokens[pick(3)]
+                      : r < 2                      ? "*"
+                      : (r == 2 && i + 1 == depth) ? ">"
+                                                   : tokens[pick(3)];
+      out += (i ? "." : "") + t;
+    }
+    return out;
+  };
+  std::vector<std::pair<Key, std::string>> model;  // insertion order
+  for (int step = 0, next = 0; step < 600; ++step) {
+    const size_t op = pick(10);
+    if (op < 5) {
+      Key k = Key::Parse(random_name(false)).value();
+      const std::string v = std::to_string(next++);
+      ASSERT_TRUE(s->Put(k, this->V(v)).ok());
+      model.emplace_back(std::move(k), v);
+      continue;
+    }
+    const Pattern p = Pattern::Parse(random_name(true)).value();
+    std::vector<std::string> expected;
+    for (const auto& [k, v] : model) {
+      if (p.Matches(k)) expected.push_back(v);
+    }
+    if (op < 7) {
+      auto r = s->Read(p);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ(r->has_value(), !expected.empty()) << p.str();
+      if (r->has_value()) EXPECT_EQ((*r)->value.AsString(), expected[0]) << p.str();
+    } else if (op < 9) {
+      const size_t n = 1 + pick(3);
+      auto taken = s->Take(p, n, Deadline::Now());
+      if (expected.empty()) {
+        ASSERT_TRUE(taken.status().IsTimeout()) << p.str() << ": " << taken.status().ToString();
+        continue;
+      }
+      ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+      ASSERT_EQ(taken->size(), std::min(n, expected.size())) << p.str();
+      for (size_t i = 0; i < taken->size(); ++i) {
+        EXPECT_EQ((*taken)[i].value.AsString(), expected[i]) << p.str();
+        model.erase(std::find_if(model.begin(), model.end(),
+                                 [&](const auto& kv) { return kv.second == expected[i]; }));
+      }
+    } else {
+      auto all = s->ReadAll(p);
+      ASSERT_TRUE(all.ok()) << all.status().ToString();
+      ASSERT_EQ(all->size(), expected.size()) << p.str();
+      for (size_t i = 0; i < all->size(); ++i) EXPECT_EQ((*all)[i].value.AsString(), expected[i]);
+    }
+  }
+  EXPECT_EQ(s->Stats().tuples, model.size());
+}
+
+// Takers whose patterns overlap, with wildcards at the start, the middle and the end, race for
+// the same tuples: each tuple is taken exactly once.
+TYPED_TEST_P(SpaceConformance, OverlappingTakersTakeEachTupleOnce) {
+  auto s = this->Open();
+  constexpr int kProducers = 2, kPerProducer = 300, kTotal = kProducers * kPerProducer;
+  std::vector<std::atomic<int>> seen(kTotal);
+  std::atomic<int> taken{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kProducers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        const int id = p * kPerProducer + i;
+        const std::string key = std::string(id % 2 ? "ts.fwd." : "ts.bwd.") + (id % 3 ? "y" : "z");
+        ASSERT_TRUE(s->Put(key, this->V(std::to_string(id))).ok());
+      }
+    });
+  }
+  const char* patterns[] = {"ts.*.y", "ts.fwd.>", "*.bwd.*", ">"};
+  for (int c = 0; c < 4; ++c) {
+    threads.emplace_back([&, c] {
+      while (taken.load() < kTotal) {
+        auto pouch = s->Take(patterns[c], 1 + c, Deadline::After(20ms));
+        if (!pouch.ok()) {
+          ASSERT_TRUE(pouch.status().IsTimeout()) << pouch.status().ToString();
+          continue;
+        }
+        for (const Tuple& t : *pouch) {
+          seen[std::stoi(std::string(t.value.AsString()))].fetch_add(1);
+          taken.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kTotal; ++i) ASSERT_EQ(seen[i].load(), 1) << "tuple " << i;
+  EXPECT_EQ(s->Stats().tuples, 0u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
                             ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
                             CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
                             BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll,
                             BlockedTakeWaitsForFirstMatch, BadInputIsRejectedAndNothingStored,
-                            StatsCountOperations);
+                            StatsCountOperations, AgreesWithALinearModel,
+                            OverlappingTakersTakeEachTupleOnce);
 
 }  // namespace acan::testing

@@ -1,0 +1,746 @@
+#include "space/nats/nats_space.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <charconv>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "space/uri_internal.h"
+
+namespace acan::nats {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// The longest a blocked getter waits before it looks again (a put that raced its subscription).
+constexpr auto kMaxWaitSlice = 50ms;
+// Room left in a message for headers: they count toward the server's max_payload.
+constexpr size_t kHeaderAllowance = 4096;
+constexpr const char* kChunksHeader = "Acan-Chunks";  // "<count> <crc32> <id>"
+
+bool IsConnectionLoss(natsStatus s) {
+  switch (s) {
+    case NATS_TIMEOUT:
+    case NATS_NO_RESPONDERS:
+    case NATS_CONNECTION_DISCONNECTED:
+    case NATS_IO_ERROR:
+    case NATS_NO_SERVER:
+    case NATS_STALE_CONNECTION:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string NatsError(natsStatus s, int jerr) {
+  std::string text = natsStatus_GetText(s);
+  if (const char* last = nats_GetLastError(nullptr); last && *last && text != last) {
+    text += fmt::format(" ({})", last);
+  }
+  if (jerr != 0) text += fmt::format(" [JetStream error {}]", static_cast<int>(jerr));
+  return text;
+}
+
+std::string RandomId() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+int64_t MsRemaining(Deadline deadline, std::chrono::milliseconds cap) {
+  if (deadline.infinite()) return cap.count();
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() - Clock::now());
+  return std::clamp<int64_t>(left.count(), 1, cap.count());
+}
+
+uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0) {
+  const auto* p = static_cast<const Bytef*>(data);
+  while (size > 0) {
+    auto n = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
+    crc = static_cast<uint32_t>(crc32(crc, p, n));
+    p += n;
+    size -= n;
+  }
+  return crc;
+}
+
+struct MsgGuard {
+  natsMsg* msg = nullptr;
+  ~MsgGuard() { natsMsg_Destroy(msg); }
+};
+
+}  // namespace
+
+struct NatsSpace::Head {
+  uint64_t seq = 0;
+  Key key;
+  size_t size = 0;
+  std::string chunks;  // the Acan-Chunks header; empty for an inline value
+  Value value;         // an inline value
+};
+
+NatsSpace::NatsSpace(std::string uri, NatsSpaceOptions options)
+    : uri_(std::move(uri)),
+      options_(std::move(options)),
+      tuple_prefix_(options_.stream + ".t."),
+      chunk_prefix_(options_.stream + ".c."),
+      chunk_stream_(options_.stream + "_chunks"),
+      client_id_(RandomId()) {}
+
+NatsSpace::~NatsSpace() {
+  Close();
+  jsCtx_Destroy(js_);
+  natsConnection_Destroy(nc_);
+}
+
+Status NatsSpace::CancelledStatus() const {
+  return Status::Cancelled(fmt::format("space '{}' is closed", uri_));
+}
+
+Deadline NatsSpace::NonBlocking() const {
+  return Deadline::After(std::chrono::milliseconds(options_.retry_ms));
+}
+
+Result<std::unique_ptr<NatsSpace>> NatsSpace::Open(std::string uri, NatsSpaceOptions options) {
+  std::unique_ptr<NatsSpace> space(new NatsSpace(std::move(uri), std::move(options)));
+  ACAN_RETURN_IF_ERROR(space->Connect());
+  ACAN_RETURN_IF_ERROR(space->EnsureStream(space->options_.stream, space->tuple_prefix_ + ">"));
+  ACAN_RETURN_IF_ERROR(space->EnsureStream(space->chunk_stream_, space->chunk_prefix_ + ">"));
+  return space;
+}
+
+Status NatsSpace::Connect() {
+  natsOptions* opts = nullptr;
+  natsStatus s = natsOptions_Create(&opts);
+  if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.servers.c_str());
+  if (s == NATS_OK) s = natsOptions_SetName(opts, "acan");
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
+  // A lost server is waited for, not given up on: the calls' deadlines bound the wait.
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 100);
+  if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
+  natsOptions_Destroy(opts);
+  if (s != NATS_OK) {
+    return Status::Unavailable(fmt::format("cannot connect to NATS at '{}' (space '{}'): {}",
+                                           options_.servers, uri_, NatsError(s, 0)));
+  }
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = options_.request_ms;
+  s = natsConnection_JetStream(&js_, nc_, &jo);
+  if (s != NATS_OK) {
+    return Status::Unavailable(
+        fmt::format("no JetStream context on '{}': {}", options_.servers, NatsError(s, 0)));
+  }
+  const int64_t max_payload = natsConnection_GetMaxPayload(nc_);
+  if (max_payload <= static_cast<int64_t>(2 * kHeaderAllowance)) {
+    return Status::Unavailable(fmt::format(
+        "the NATS server at '{}' allows only {} bytes per message", options_.servers, max_payload));
+  }
+  chunk_bytes_ = static_cast<size_t>(max_payload) - kHeaderAllowance;
+  return Status::Ok();
+}
+
+Status NatsSpace::EnsureStream(const std::string& name, const std::string& subjects) {
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, js_, name.c_str(), nullptr, &jerr);
+  jsStreamInfo_Destroy(si);
+  if (s == NATS_OK) return Status::Ok();
+  if (s != NATS_NOT_FOUND) {
+    return Status::Unavailable(fmt::format("cannot look up stream '{}' on '{}': {}", name,
+                                           options_.servers, NatsError(s, jerr)));
+  }
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  const char* subject_list[] = {subjects.c_str()};
+  cfg.Name = name.c_str();
+  cfg.Subjects = subject_list;
+  cfg.SubjectsLen = 1;
+  cfg.Storage = options_.memory_storage ? js_MemoryStorage : js_FileStorage;
+  cfg.Replicas = options_.replicas;
+  cfg.AllowDirect = true;
+  si = nullptr;
+  jerr = static_cast<jsErrCode>(0);
+  s = js_AddStream(&si, js_, &cfg, nullptr, &jerr);
+  jsStreamInfo_Destroy(si);
+  if (s == NATS_OK) return Status::Ok();
+  // Another opener may have created it in between.
+  si = nullptr;
+  if (js_GetStreamInfo(&si, js_, name.c_str(), nullptr, nullptr) == NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return Status::Ok();
+  }
+  return Status::Unavailable(fmt::format("cannot create stream '{}' ({}, {} replicas) on '{}': {}",
+                                         name, options_.memory_storage ? "memory" : "file",
+                                         options_.replicas, options_.servers, NatsError(s, jerr)));
+}
+
+template <typename Request>
+Status NatsSpace::Retry(const char* what, Deadline deadline, Request request) const {
+  auto backoff = 5ms;
+  for (;;) {
+    natsStatus s = request();
+    if (!IsConnectionLoss(s)) return Status::Ok();  // the request's own outcome: the caller's
+    if (closed_.load()) return CancelledStatus();
+    if (deadline.expired()) {
+      return Status::Unavailable(
+          fmt::format("{} on space '{}': the NATS server at '{}' did not answer: {}", what, uri_,
+                      options_.servers, NatsError(s, 0)));
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline.at() - Clock::now()));
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 200ms);
+  }
+}
+
+std::string NatsSpace::TupleFilter(const Pattern& pattern) const {
+  return tuple_prefix_ + "*." + pattern.str();
+}
+
+// ---- put ----
+
+Status NatsSpace::Publish(const std::string& subject, const void* data, size_t size,
+                          const char* chunks_header, Deadline deadline) {
+  const std::string msg_id = fmt::format("{}-{}", client_id_, next_id_.fetch_add(1));
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MsgId = msg_id.c_str();  // a publish retried after a lost reply is stored once
+  po.MaxWait = options_.request_ms;
+  natsStatus result = NATS_OK;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  ACAN_RETURN_IF_ERROR(Retry("put", deadline, [&] {
+    natsMsg* msg = nullptr;
+    result = natsMsg_Create(&msg, subject.c_str(), nullptr, static_cast<const char*>(data),
+                            static_cast<int>(size));
+    if (result == NATS_OK && chunks_header)
+      result = natsMsgHeader_Set(msg, kChunksHeader, chunks_header);
+    jsPubAck* ack = nullptr;
+    jerr = static_cast<jsErrCode>(0);
+    if (result == NATS_OK) result = js_PublishMsg(&ack, js_, msg, &po, &jerr);
+    jsPubAck_Destroy(ack);
+    natsMsg_Destroy(msg);
+    return result;
+  }));
+  if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
+  if (result != NATS_OK) {
+    return Status::Unavailable(fmt::format("put to '{}' in space '{}' failed: {}", subject, uri_,
+                                           NatsError(result, jerr)));
+  }
+  return Status::Ok();
+}
+
+Status NatsSpace::WaitForRoom(const Key& key, size_t size, Deadline deadline) {
+  const size_t max_total = options_.limits.max_total_bytes;
+  if (max_total == 0) return Status::Ok();
+  if (size > max_total) {
+    return Status::ResourceExhausted(
+        fmt::format("value for key '{}' is {} bytes, over the space's max_total_bytes of {}",
+                    key.str(), size, max_total));
+  }
+  // The bytes of the whole space (every client's) come from the server, which costs a request:
+  // this client asks when its estimate (the last answer plus its own puts since) says the put
+  // would pass the limit, or the estimate is a second old. Several clients near the limit at once
+  // may pass it by what they put in between: the limit is a bound on memory, not an invariant.
+  for (auto pause = 2ms;; pause = std::min<std::chrono::milliseconds>(pause * 2, 50ms)) {
+    {
+      std::lock_guard lock(mu_);
+      if (bytes_estimate_ + size <= max_total && Clock::now() - estimate_at_ < 1s) {
+        bytes_estimate_ += size;
+        return Status::Ok();
+      }
+    }
+    ACAN_ASSIGN_OR_RETURN(uint64_t stored, StoredBytes(nullptr));
+    {
+      std::lock_guard lock(mu_);
+      bytes_estimate_ = stored;
+      estimate_at_ = Clock::now();
+      if (stored + size <= max_total) {
+        bytes_estimate_ += size;
+        return Status::Ok();
+      }
+    }
+    if (closed_.load()) return CancelledStatus();
+    if (deadline.expired()) {
+      return Status::ResourceExhausted(fmt::format(
+          "space '{}' is full ({} of max_total_bytes {} in use); put of {} bytes for key '{}' "
+          "waited until its deadline",
+          uri_, stored, max_total, size, key.str()));
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline.at() - Clock::now()));
+  }
+}
+
+Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
+  const auto start = Clock::now();
+  auto done = [&](Status s) {
+    stats_.Record(SpaceOp::kPut, start, s);
+    return s;
+  };
+  if (closed_.load()) return done(CancelledStatus());
+  const size_t size = value.size();
+  if (size > options_.limits.max_value_bytes) {
+    return done(Status::ResourceExhausted(
+        fmt::format("value for key '{}' is {} bytes, over the space's max_value_bytes of {}",
+                    key.str(), size, options_.limits.max_value_bytes)));
+  }
+  if (Status room = WaitForRoom(key, size, deadline); !room.ok()) return done(room);
+  const std::string subject = fmt::format("{}{}.{}", tuple_prefix_, size, key.str());
+  if (size <= chunk_bytes_) {
+    return done(Publish(subject, value.data(), size, nullptr, deadline));
+  }
+  // Chunks first, then the tuple that names them: a reader sees the tuple only once every chunk
+  // is stored, and a put cut short leaves no tuple behind.
+  const std::string id = fmt::format("{}-{}", client_id_, next_id_.fetch_add(1));
+  const size_t count = (size + chunk_bytes_ - 1) / chunk_bytes_;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t offset = i * chunk_bytes_;
+    Status chunk = Publish(fmt::format("{}{}.{}", chunk_prefix_, id, i), value.data() + offset,
+                           std::min(chunk_bytes_, size - offset), nullptr, deadline);
+    if (!chunk.ok()) return done(chunk);
+  }
+  const std::string header = fmt::format("{} {} {}", count, Crc32(value.data(), size), id);
+  return done(Publish(subject, nullptr, 0, header.c_str(), deadline));
+}
+
+// ---- read and take ----
+
+Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& filter, uint64_t from,
+                                                           Deadline deadline) {
+  MsgGuard got;
+  natsStatus result = NATS_OK;
+  ACAN_RETURN_IF_ERROR(Retry("read", deadline, [&] {
+    jsDirectGetMsgOptions dg;
+    jsDirectGetMsgOptions_Init(&dg);
+    dg.Sequence = from;
+    dg.NextBySubject = filter.c_str();
+    natsMsg_Destroy(got.msg);
+    got.msg = nullptr;
+    result = js_DirectGetMsg(&got.msg, js_, options_.stream.c_str(), nullptr, &dg);
+    return result;
+  }));
+  if (result == NATS_NOT_FOUND) return std::optional<Head>();
+  if (result != NATS_OK) {
+    if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
+    return Status::Unavailable(
+        fmt::format("read of '{}' in space '{}' failed: {}", filter, uri_, NatsError(result, 0)));
+  }
+  const char* seq_text = nullptr;
+  const char* subject = nullptr;
+  natsMsgHeader_Get(got.msg, "Nats-Sequence", &seq_text);
+  natsMsgHeader_Get(got.msg, "Nats-Subject", &subject);
+  Head head;
+  std::string_view subj = subject ? subject : "";
+  std::string_view seq_view = seq_text ? seq_text : "";
+  auto bad = [&](std::string_view why) {
+    return Status::DataLoss(fmt::format(
+        "space '{}': message '{}' (sequence '{}') is not a tuple: {}", uri_, subj, seq_view, why));
+  };
+  if (std::from_chars(seq_view.data(), seq_view.data() + seq_view.size(), head.seq).ec !=
+      std::errc()) {
+    return bad("no sequence");
+  }
+  if (!subj.starts_with(tuple_prefix_)) return bad("outside the tuple subjects");
+  subj.remove_prefix(tuple_prefix_.size());
+  size_t dot = subj.find('.');
+  if (dot == std::string_view::npos ||
+      std::from_chars(subj.data(), subj.data() + dot, head.size).ec != std::errc()) {
+    return bad("no size token");
+  }
+  auto key = Key::Parse(subj.substr(dot + 1));
+  if (!key.ok()) return bad(key.status().message());
+  head.key = std::move(key).value();
+  const char* chunks = nullptr;
+  if (natsMsgHeader_Get(got.msg, kChunksHeader, &chunks) == NATS_OK && chunks) {
+    head.chunks = chunks;
+  } else {
+    const int len = natsMsg_GetDataLength(got.msg);
+    if (static_cast<size_t>(len) != head.size) {
+      return bad(fmt::format("{} bytes, its subject says {}", len, head.size));
+    }
+    head.value = Value::CopyOf(natsMsg_GetData(got.msg), static_cast<size_t>(len));
+  }
+  return std::optional<Head>(std::move(head));
+}
+
+Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline) {
+  if (head.chunks.empty()) return head.value;
+  size_t count = 0;
+  uint32_t crc = 0;
+  char id[128] = {};
+  if (std::sscanf(head.chunks.c_str(), "%zu %u %127s", &count, &crc, id) != 3 || count == 0) {
+    return Status::DataLoss(fmt::format("space '{}': tuple '{}' has a bad chunk list '{}'", uri_,
+                                        head.key.str(), head.chunks));
+  }
+  auto buffer = std::make_shared<std::vector<std::byte>>();
+  buffer->reserve(head.size);
+  for (size_t i = 0; i < count; ++i) {
+    const std::string subject = fmt::format("{}{}.{}", chunk_prefix_, id, i);
+    MsgGuard got;
+    natsStatus result = NATS_OK;
+    ACAN_RETURN_IF_ERROR(Retry("read", deadline, [&] {
+      jsDirectGetMsgOptions dg;
+      jsDirectGetMsgOptions_Init(&dg);
+      dg.LastBySubject = subject.c_str();
+      natsMsg_Destroy(got.msg);
+      got.msg = nullptr;
+      result = js_DirectGetMsg(&got.msg, js_, chunk_stream_.c_str(), nullptr, &dg);
+      return result;
+    }));
+    if (result != NATS_OK) {
+      return Status::DataLoss(fmt::format(
+          "space '{}': tuple '{}' is missing chunk {} of {} ({}): the value is torn, not returned",
+          uri_, head.key.str(), i, count, NatsError(result, 0)));
+    }
+    const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(got.msg));
+    buffer->insert(buffer->end(), data, data + natsMsg_GetDataLength(got.msg));
+  }
+  if (buffer->size() != head.size || Crc32(buffer->data(), buffer->size()) != crc) {
+    return Status::DataLoss(fmt::format(
+        "space '{}': tuple '{}' reassembled to {} bytes with a bad checksum (expected {} bytes): "
+        "the value is torn, not returned",
+        uri_, head.key.str(), buffer->size(), head.size));
+  }
+  return Value::Adopt(std::move(buffer));
+}
+
+Result<bool> NatsSpace::DeleteHead(const Head& head, Deadline deadline) {
+  natsStatus result = NATS_OK;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  ACAN_RETURN_IF_ERROR(Retry("take", deadline, [&] {
+    jerr = static_cast<jsErrCode>(0);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = options_.request_ms;
+    result = js_DeleteMsg(js_, options_.stream.c_str(), head.seq, &jo, &jerr);
+    return result;
+  }));
+  if (result == NATS_OK) return true;
+  if (jerr != 0) return false;  // the server refused: another taker deleted it first
+  if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
+  return Status::Unavailable(fmt::format("take of '{}' in space '{}' failed: {}", head.key.str(),
+                                         uri_, NatsError(result, jerr)));
+}
+
+Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max_count,
+                                              Deadline deadline) {
+  const std::string filter = TupleFilter(pattern);
+  std::vector<Tuple> out;
+  for (uint64_t from = 1; out.size() < max_count;) {
+    ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(filter, from, deadline));
+    if (!head) break;
+    from = head->seq + 1;
+    ACAN_ASSIGN_OR_RETURN(bool won, DeleteHead(*head, deadline));
+    if (!won) continue;
+    {
+      std::lock_guard lock(mu_);
+      bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, head->size);
+    }
+    ACAN_ASSIGN_OR_RETURN(Value value, LoadValue(*head, deadline));
+    if (!head->chunks.empty()) {
+      // The chunks are this taker's now; a failed purge only leaves garbage behind.
+      jsOptions jo;
+      jsOptions_Init(&jo);
+      const std::string id = head->chunks.substr(head->chunks.rfind(' ') + 1);
+      const std::string chunk_filter = chunk_prefix_ + id + ".>";
+      jo.Stream.Purge.Subject = chunk_filter.c_str();
+      (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
+    }
+    out.push_back(Tuple{std::move(head->key), std::move(value)});
+  }
+  return out;
+}
+
+Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
+                                           Deadline deadline) {
+  const std::string filter = TupleFilter(pattern);
+  std::vector<Tuple> out;
+  for (uint64_t from = 1; out.size() < limit;) {
+    ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(filter, from, deadline));
+    if (!head) break;
+    from = head->seq + 1;
+    auto value = LoadValue(*head, deadline);
+    if (!value.ok()) {
+      // A taker may have removed the chunks after this read found the tuple: then the tuple is
+      // gone too, and the read goes on. A tuple still there with a chunk missing is data loss.
+      MsgGuard still;
+      jsDirectGetMsgOptions dg;
+      jsDirectGetMsgOptions_Init(&dg);
+      dg.Sequence = head->seq;
+      if (js_DirectGetMsg(&still.msg, js_, options_.stream.c_str(), nullptr, &dg) ==
+          NATS_NOT_FOUND) {
+        continue;
+      }
+      return value.status();
+    }
+    out.push_back(Tuple{std::move(head->key), std::move(value).value()});
+  }
+  return out;
+}
+
+template <typename TryOnce>
+Status NatsSpace::WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op, TryOnce try_once) {
+  natsSubscription* sub = nullptr;
+  Status result;
+  for (;;) {
+    if (closed_.load()) {
+      result = CancelledStatus();
+      break;
+    }
+    // Each look at the space may retry a lost connection until the call's deadline; a call that
+    // does not wait still gets `retry_ms` to ride out a server restart.
+    Result<bool> got = try_once(deadline.expired() ? NonBlocking() : deadline);
+    if (!got.ok() || *got) {
+      result = got.status();
+      break;
+    }
+    if (deadline.expired()) {
+      result = Status::Timeout(
+          fmt::format("{}: no tuple matching '{}' in space '{}' before the deadline",
+                      SpaceOpName(op), pattern.str(), uri_));
+      break;
+    }
+    if (!sub) {
+      // Subscribe, then look again: a put between the first look and the subscription is found.
+      if (natsConnection_SubscribeSync(&sub, nc_, TupleFilter(pattern).c_str()) != NATS_OK) {
+        sub = nullptr;
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(kMaxWaitSlice, deadline.at() - Clock::now()));
+        continue;
+      }
+      std::lock_guard lock(mu_);
+      waiters_.insert(sub);
+      continue;
+    }
+    waiting_.fetch_add(1);
+    natsMsg* msg = nullptr;
+    natsStatus s = natsSubscription_NextMsg(
+        &msg, sub,
+        MsRemaining(deadline,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(kMaxWaitSlice)));
+    waiting_.fetch_sub(1);
+    natsMsg_Destroy(msg);
+    if (s == NATS_OK) {
+      wakeups_.fetch_add(1);
+      // One look serves every put that arrived meanwhile.
+      uint64_t queued = 0;
+      natsSubscription_QueuedMsgs(sub, &queued);
+      for (; queued > 0 && natsSubscription_NextMsg(&msg, sub, 1) == NATS_OK; --queued) {
+        natsMsg_Destroy(msg);
+      }
+    }
+  }
+  if (sub) {
+    {
+      std::lock_guard lock(mu_);
+      waiters_.erase(sub);
+    }
+    natsSubscription_Unsubscribe(sub);
+    natsSubscription_Destroy(sub);
+  }
+  return result;
+}
+
+Result<std::optional<Tuple>> NatsSpace::Read(const Pattern& pattern) {
+  const auto start = Clock::now();
+  if (closed_.load()) {
+    Status s = CancelledStatus();
+    stats_.Record(SpaceOp::kRead, start, s);
+    return s;
+  }
+  auto found = Scan(pattern, 1, NonBlocking());
+  stats_.Record(SpaceOp::kRead, start, found.status());
+  if (!found.ok()) return found.status();
+  if (found->empty()) return std::optional<Tuple>();
+  return std::optional<Tuple>(std::move(found->front()));
+}
+
+Result<std::vector<Tuple>> NatsSpace::ReadAll(const Pattern& pattern, size_t limit) {
+  const auto start = Clock::now();
+  Result<std::vector<Tuple>> found = closed_.load() ? Result<std::vector<Tuple>>(CancelledStatus())
+                                                    : Scan(pattern, limit, NonBlocking());
+  stats_.Record(SpaceOp::kReadAll, start, found.status());
+  return found;
+}
+
+Result<Tuple> NatsSpace::Get(const Pattern& pattern, Deadline deadline) {
+  const auto start = Clock::now();
+  std::optional<Tuple> taken;
+  Status s = WaitFor(pattern, deadline, SpaceOp::kGet, [&](Deadline d) -> Result<bool> {
+    ACAN_ASSIGN_OR_RETURN(std::vector<Tuple> got, TryTake(pattern, 1, d));
+    if (got.empty()) return false;
+    taken = std::move(got.front());
+    return true;
+  });
+  stats_.Record(SpaceOp::kGet, start, s);
+  if (!s.ok()) return s;
+  stats_.CountTaken(1);
+  return std::move(*taken);
+}
+
+Result<std::vector<Tuple>> NatsSpace::Take(const Pattern& pattern, size_t max_count,
+                                           Deadline deadline) {
+  const auto start = Clock::now();
+  if (max_count == 0) {
+    Status s = Status::InvalidArgument(
+        fmt::format("take of '{}': max_count must be at least 1", pattern.str()));
+    stats_.Record(SpaceOp::kTake, start, s);
+    return s;
+  }
+  std::vector<Tuple> taken;
+  Status s = WaitFor(pattern, deadline, SpaceOp::kTake, [&](Deadline d) -> Result<bool> {
+    ACAN_ASSIGN_OR_RETURN(taken, TryTake(pattern, max_count, d));
+    return !taken.empty();
+  });
+  stats_.Record(SpaceOp::kTake, start, s);
+  if (!s.ok()) return s;
+  stats_.CountTaken(taken.size());
+  return taken;
+}
+
+void NatsSpace::Close() {
+  if (closed_.exchange(true)) return;
+  std::lock_guard lock(mu_);
+  // Wakes every blocked getter at once: its subscription ends.
+  for (natsSubscription* sub : waiters_) natsSubscription_Unsubscribe(sub);
+}
+
+// ---- stats ----
+
+Result<uint64_t> NatsSpace::StoredBytes(uint64_t* tuples) const {
+  jsStreamInfo* si = nullptr;
+  natsStatus result = NATS_OK;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const std::string filter = tuple_prefix_ + ">";
+  ACAN_RETURN_IF_ERROR(Retry("stats", NonBlocking(), [&] {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = options_.request_ms;
+    jo.Stream.Info.SubjectsFilter = filter.c_str();
+    jsStreamInfo_Destroy(si);
+    si = nullptr;
+    result = js_GetStreamInfo(&si, js_, options_.stream.c_str(), &jo, &jerr);
+    return result;
+  }));
+  if (result != NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return Status::Unavailable(
+        fmt::format("stats of space '{}' failed: {}", uri_, NatsError(result, jerr)));
+  }
+  uint64_t bytes = 0;
+  if (tuples) *tuples = si->State.Msgs;
+  if (const jsStreamStateSubjects* subjects = si->State.Subjects) {
+    for (int i = 0; i < subjects->Count; ++i) {
+      std::string_view subj = subjects->List[i].Subject;
+      subj.remove_prefix(std::min(subj.size(), tuple_prefix_.size()));
+      uint64_t size = 0;
+      std::from_chars(subj.data(), subj.data() + subj.size(), size);
+      bytes += size * subjects->List[i].Msgs;
+    }
+  }
+  jsStreamInfo_Destroy(si);
+  return bytes;
+}
+
+SpaceStats NatsSpace::Stats() const {
+  uint64_t tuples = 0;
+  auto bytes = closed_.load() ? Result<uint64_t>(uint64_t{0}) : StoredBytes(&tuples);
+  SpaceStats s = stats_.Snapshot(tuples, bytes.ok() ? *bytes : 0);
+  s.waiting = waiting_.load();
+  s.wakeups = wakeups_.load();
+  return s;
+}
+
+// ---- URIs ----
+
+namespace {
+
+Status CheckStreamName(const SpaceUri& uri, const std::string& name) {
+  if (name.empty() || name.size() > 64 ||
+      name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
+          std::string::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "space URI '{}': stream='{}' must be 1 to 64 letters, digits, '-' or '_'", uri.text, name));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOptions& defaults) {
+  ACAN_ASSIGN_OR_RETURN(SpaceUri uri, SpaceUri::Parse(text));
+  NatsSpaceOptions options;
+  options.limits = defaults;
+  ACAN_ASSIGN_OR_RETURN(options.limits.max_value_bytes,
+                        uri.UintParam("max_value_bytes", options.limits.max_value_bytes));
+  ACAN_ASSIGN_OR_RETURN(options.limits.max_total_bytes,
+                        uri.UintParam("max_total_bytes", options.limits.max_total_bytes));
+  if (const std::string* stream = uri.Param("stream")) options.stream = *stream;
+  ACAN_RETURN_IF_ERROR(CheckStreamName(uri, options.stream));
+  if (const std::string* storage = uri.Param("storage")) {
+    if (*storage != "file" && *storage != "memory") {
+      return Status::InvalidArgument(fmt::format(
+          "space URI '{}': storage='{}' must be 'file' or 'memory'", uri.text, *storage));
+    }
+    options.memory_storage = *storage == "memory";
+  }
+  ACAN_ASSIGN_OR_RETURN(uint64_t replicas, uri.UintParam("replicas", 1));
+  if (replicas < 1 || replicas > 5) {
+    return Status::InvalidArgument(
+        fmt::format("space URI '{}': replicas={} must be 1 to 5", uri.text, replicas));
+  }
+  options.replicas = static_cast<int>(replicas);
+  ACAN_ASSIGN_OR_RETURN(uint64_t request_ms, uri.UintParam("request_ms", 5000));
+  ACAN_ASSIGN_OR_RETURN(uint64_t retry_ms, uri.UintParam("retry_ms", 60000));
+  options.request_ms = static_cast<int64_t>(std::max<uint64_t>(request_ms, 1));
+  options.retry_ms = static_cast<int64_t>(retry_ms);
+
+  std::unique_ptr<LocalNatsServer> server;
+  if (uri.authority.empty() && uri.path == "local") {
+    // nats:local: a private server for this run, its store in `dir` (a new temporary directory
+    // when absent, removed with the space).
+    LocalServerOptions local;
+    if (const std::string* dir = uri.Param("dir")) local.store_dir = *dir;
+    ACAN_RETURN_IF_ERROR(uri.RejectUnusedParams());
+    if (local.store_dir.empty()) {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "acan-nats-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) {
+        return Status::Unavailable(
+            fmt::format("cannot create a directory for nats:local: {}", strerror(errno)));
+      }
+      local.store_dir = tmpl;
+      local.remove_store = true;
+    }
+    ACAN_ASSIGN_OR_RETURN(server, LocalNatsServer::Start(local));
+    options.servers = server->url();
+  } else {
+    if (uri.authority.empty() || !uri.path.empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "space URI '{}': expected nats://host:port[,host:port...] or nats:local", uri.text));
+    }
+    ACAN_RETURN_IF_ERROR(uri.RejectUnusedParams());
+    std::string servers;
+    std::string_view list = uri.authority;
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view one = list.substr(0, comma);
+      if (one.empty() || one.find(':') == std::string_view::npos) {
+        return Status::InvalidArgument(
+            fmt::format("space URI '{}': server '{}' is not of the form host:port", uri.text, one));
+      }
+      servers += (servers.empty() ? "" : ",") + std::string("nats://") + std::string(one);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    options.servers = servers;
+  }
+  ACAN_ASSIGN_OR_RETURN(auto space, NatsSpace::Open(std::string(text), std::move(options)));
+  space->AdoptServer(std::move(server));
+  return std::unique_ptr<Space>(std::move(space));
+}
+
+}  // namespace
+
+Status RegisterNatsSpace() { return RegisterSpaceScheme("nats", OpenNats); }
+
+}  // namespace acan::nats

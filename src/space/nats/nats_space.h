@@ -1,0 +1,137 @@
+// NatsSpace: the tuple space on NATS JetStream, behind "nats://host:port[,host:port...]" and
+// "nats:local" (a private server for one run). Several processes and machines that open the same
+// URI share one space.
+//
+// Layout (DESIGN.md section 3, "Notes for the NATS JetStream backend"):
+//  - A tuple is one message in the stream <stream> on the subject <stream>.t.<size>.<key>; the
+//    stream's sequence is the insertion order. <size> (the value's bytes) makes Stats exact from
+//    the server's per-subject counts.
+//  - A value larger than the server's max_payload travels as chunks in the stream
+//    <stream>_chunks (<stream>.c.<id>.<i>), put before the tuple that names them, so a reader
+//    never sees a tuple whose chunks were not all stored; a chunk missing or corrupt later (a
+//    server that lost data) is DataLoss, never a torn value.
+//  - Read is a direct get of the first message after a sequence whose subject matches the pattern
+//    (NATS wildcards are the space's: '*' a token, '>' the rest). Take is that read followed by
+//    deleting the message by its sequence: the server lets exactly one deleter win, so two takers
+//    never both get a tuple, whatever their patterns (a WorkQueue consumer cannot promise that for
+//    overlapping filters such as 'ts.*.y' and 'ts.fwd.>').
+//  - A blocked Get/Take subscribes to the pattern's subjects (core NATS sees every publish) and
+//    looks again when one arrives, and at least every 50 ms (a put that races the subscription is
+//    found then).
+//  - Requests that fail because the connection is down are retried until the call's deadline
+//    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples.
+// Thread-safe: one connection shared by every thread of the process.
+#pragma once
+
+#include <nats/nats.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "acan/space.h"
+#include "space/nats/local_server.h"
+#include "space/space_stats_internal.h"
+
+namespace acan::nats {
+
+struct NatsSpaceOptions {
+  std::string servers;          // "nats://h:p,nats://h:p"
+  std::string stream = "acan";  // stream name and subject prefix
+  bool memory_storage = false;  // storage=memory|file
+  int replicas = 1;             // stream replicas (a cluster: 3)
+  int64_t request_ms = 5000;    // one request's wait for its reply
+  int64_t retry_ms = 60000;     // how long a non-blocking call retries a lost connection
+  SpaceOptions limits;
+};
+
+class NatsSpace final : public Space {
+ public:
+  // Connects and creates the streams when they do not exist yet (limits, storage and replicas
+  // apply then; later openers use the streams as they are).
+  static Result<std::unique_ptr<NatsSpace>> Open(std::string uri, NatsSpaceOptions options);
+  ~NatsSpace() override;
+
+  using Space::Get;
+  using Space::Put;
+  using Space::Read;
+  using Space::ReadAll;
+  using Space::Take;
+  Status Put(Key key, Value value, Deadline deadline) override;
+  Result<std::optional<Tuple>> Read(const Pattern& pattern) override;
+  Result<Tuple> Get(const Pattern& pattern, Deadline deadline) override;
+  Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
+                                  Deadline deadline) override;
+  Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit) override;
+  void Close() override;
+  SpaceStats Stats() const override;
+  const std::string& uri() const override { return uri_; }
+
+  // Bytes of chunk payload per message (values above this travel in chunks).
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  // A private server this space started ("nats:local"), stopped when the space is destroyed.
+  void AdoptServer(std::unique_ptr<LocalNatsServer> server) { server_ = std::move(server); }
+  LocalNatsServer* server() const { return server_.get(); }
+
+ private:
+  struct Head;  // a tuple's message: sequence, key, inline value or chunk list
+  NatsSpace(std::string uri, NatsSpaceOptions options);
+  Status Connect();
+  Status EnsureStream(const std::string& name, const std::string& subjects);
+
+  // The first tuple matching `filter` at or after sequence `from`, or none.
+  Result<std::optional<Head>> FindFrom(const std::string& filter, uint64_t from, Deadline deadline);
+  // The value of `head`: inline, or its chunks reassembled and checked.
+  Result<Value> LoadValue(const Head& head, Deadline deadline);
+  // Deletes `head`'s message; false when another taker deleted it first.
+  Result<bool> DeleteHead(const Head& head, Deadline deadline);
+  // Takes up to `max_count` matches without waiting.
+  Result<std::vector<Tuple>> TryTake(const Pattern& pattern, size_t max_count, Deadline deadline);
+  // Reads up to `limit` matches without waiting.
+  Result<std::vector<Tuple>> Scan(const Pattern& pattern, size_t limit, Deadline deadline);
+  template <typename TryOnce>
+  Status WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op, TryOnce try_once);
+  Status Publish(const std::string& subject, const void* data, size_t size,
+                 const char* chunks_header, Deadline deadline);
+  Status WaitForRoom(const Key& key, size_t size, Deadline deadline);
+  // Sum of the value bytes of every tuple, from the server's per-subject counts.
+  Result<uint64_t> StoredBytes(uint64_t* tuples) const;
+  // Runs `request` (returning natsStatus, filling *jerr) until it succeeds, fails for a reason
+  // other than a lost connection, or `deadline` passes.
+  template <typename Request>
+  Status Retry(const char* what, Deadline deadline, Request request) const;
+  Deadline NonBlocking() const;
+  Status CancelledStatus() const;
+  std::string TupleFilter(const Pattern& pattern) const;
+  uint64_t StartFor(const std::string& filter);
+  void NoteFirstMatch(const std::string& filter, uint64_t seq);
+
+  const std::string uri_;
+  const NatsSpaceOptions options_;
+  const std::string tuple_prefix_;  // <stream>.t.
+  const std::string chunk_prefix_;  // <stream>.c.
+  const std::string chunk_stream_;
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  size_t chunk_bytes_ = 0;
+  std::string client_id_;  // unique per space object: message ids and chunk ids
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<bool> closed_{false};
+
+  mutable std::mutex mu_;
+  std::set<natsSubscription*> waiters_;                  // GUARDED_BY(mu_): blocked getters
+  std::unordered_map<std::string, uint64_t> first_seq_;  // GUARDED_BY(mu_): see StartFor
+  uint64_t bytes_estimate_ = 0;                          // GUARDED_BY(mu_): see WaitForRoom
+  Clock::time_point estimate_at_{};                      // GUARDED_BY(mu_)
+
+  std::atomic<uint64_t> waiting_{0}, wakeups_{0};
+  StatsRecorder stats_;
+  std::unique_ptr<LocalNatsServer> server_;  // stopped after the destructor closed nc_
+};
+
+// Registers "nats:" (nats://... and nats:local).
+Status RegisterNatsSpace();
+
+}  // namespace acan::nats

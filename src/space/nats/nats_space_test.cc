@@ -1,0 +1,230 @@
+// The NATS JetStream space against a real nats-server on loopback (test_server.h): the space
+// contract (the conformance suite), values larger than a message, torn values, clients sharing a
+// space, nats:local, a server restart, and clear errors for bad URIs.
+#include "space/nats/nats_space.h"
+
+#include <nats/nats.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "acan/testing/space_conformance.h"
+#include "space/nats/test_server.h"
+
+namespace acan::testing {
+namespace {
+
+struct NatsFactory {
+  static Result<std::unique_ptr<Space>> Open(const SpaceOptions& options) {
+    return OpenSpace(nats::testing::NewSpaceUri(), options);
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(Nats, SpaceConformance, NatsFactory);
+
+// The same contract on file storage (what nats:local uses).
+struct NatsFileFactory {
+  static Result<std::unique_ptr<Space>> Open(const SpaceOptions& options) {
+    return OpenSpace(nats::testing::NewSpaceUri("storage=file"), options);
+  }
+};
+INSTANTIATE_TYPED_TEST_SUITE_P(NatsFile, SpaceConformance, NatsFileFactory);
+
+}  // namespace
+}  // namespace acan::testing
+
+namespace acan::nats {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// Raw libnats, independent of the code under test: how many messages a stream holds, and a
+// purge that simulates a server losing data.
+class RawJetStream {
+ public:
+  explicit RawJetStream(const std::string& url) {
+    EXPECT_EQ(natsConnection_ConnectTo(&nc_, url.c_str()), NATS_OK);
+    EXPECT_EQ(natsConnection_JetStream(&js_, nc_, nullptr), NATS_OK);
+  }
+  ~RawJetStream() {
+    jsCtx_Destroy(js_);
+    natsConnection_Destroy(nc_);
+  }
+  uint64_t Messages(const std::string& stream) {
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return UINT64_MAX;
+    uint64_t n = si->State.Msgs;
+    jsStreamInfo_Destroy(si);
+    return n;
+  }
+  void Purge(const std::string& stream, const std::string& subject) {
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Stream.Purge.Subject = subject.c_str();
+    EXPECT_EQ(js_PurgeStream(js_, stream.c_str(), &o, nullptr), NATS_OK);
+  }
+
+ private:
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+};
+
+std::unique_ptr<Space> MustOpen(const std::string& uri) {
+  auto s = OpenSpace(uri);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+Value Pattern(size_t size, uint8_t seed) {
+  std::vector<uint8_t> bytes(size);
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>(i * 131 + seed);
+  return Value::FromVector(std::move(bytes));
+}
+
+bool SameBytes(const Value& a, const Value& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+TEST(NatsSpaceTest, ValuesLargerThanAMessageAreSplitAndReassembled) {
+  const std::string stream = testing::UniqueStream("big");
+  auto space = MustOpen(testing::TestServer().url() + "?stream=" + stream + "&storage=memory");
+  const size_t chunk = dynamic_cast<NatsSpace&>(*space).chunk_bytes();
+  RawJetStream raw(testing::TestServer().url());
+  // One byte under, at and over a chunk, and a 784x1024 float layer (3.2 MB, four chunks).
+  for (size_t size : {chunk - 1, chunk, chunk + 1, size_t{784} * 1024 * 4}) {
+    SCOPED_TRACE(size);
+    Value v = Pattern(size, static_cast<uint8_t>(size));
+    ASSERT_TRUE(space->Put("param.w", v).ok());
+    auto read = space->Read("param.w");
+    ASSERT_TRUE(read.ok() && read->has_value()) << read.status().ToString();
+    EXPECT_TRUE(SameBytes((*read)->value, v));
+    EXPECT_EQ(space->Stats().bytes, size);
+    EXPECT_EQ(raw.Messages(stream + "_chunks"), size > chunk ? (size + chunk - 1) / chunk : 0);
+    auto taken = space->Get("param.w", Deadline::After(5s));
+    ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+    EXPECT_TRUE(SameBytes(taken->value, v));
+    EXPECT_EQ(raw.Messages(stream), 0u);
+    EXPECT_EQ(raw.Messages(stream + "_chunks"), 0u) << "the taker removes the chunks";
+  }
+}
+
+TEST(NatsSpaceTest, ATornValueIsNeverReturned) {
+  const std::string stream = testing::UniqueStream("torn");
+  auto space = MustOpen(testing::TestServer().url() + "?stream=" + stream + "&storage=memory");
+  RawJetStream raw(testing::TestServer().url());
+  ASSERT_TRUE(space->Put("param.w", Pattern(3 << 20, 1)).ok());
+  raw.Purge(stream + "_chunks", stream + ".c.*.1");  // the server lost the second chunk
+  auto read = space->Read("param.w");
+  EXPECT_EQ(read.status().code(), StatusCode::kDataLoss) << read.status().ToString();
+  EXPECT_NE(read.status().message().find("torn"), std::string::npos) << read.status().message();
+  EXPECT_EQ(space->ReadAll("param.>").status().code(), StatusCode::kDataLoss);
+  auto taken = space->Get("param.w", Deadline::After(5s));
+  EXPECT_EQ(taken.status().code(), StatusCode::kDataLoss) << taken.status().ToString();
+  EXPECT_NE(taken.status().message().find("chunk 1 of 4"), std::string::npos)
+      << taken.status().message();
+}
+
+TEST(NatsSpaceTest, TwoClientsShareOneSpace) {
+  const std::string uri = testing::NewSpaceUri();
+  auto a = MustOpen(uri);
+  auto b = MustOpen(uri);
+  std::string got;
+  std::thread getter([&] {
+    auto t = b->Get("task.*", Deadline::After(10s));
+    got = t.ok() ? std::string(t->value.AsString()) : t.status().ToString();
+  });
+  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(a->Put("task.1", Value::FromString("from a")).ok());
+  getter.join();
+  EXPECT_EQ(got, "from a");
+  ASSERT_TRUE(b->Put("result.1", Value::FromString("from b")).ok());
+  auto all = a->ReadAll("result.>");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].value.AsString(), "from b");
+  EXPECT_EQ(a->Stats().tuples, 1u);
+}
+
+TEST(NatsSpaceTest, BadUrisAreClearErrors) {
+  const std::string url = testing::TestServer().url();
+  struct Case {
+    std::string uri;
+    std::string says;
+  } cases[] = {
+      {"nats://", "expected nats://host:port"},
+      {"nats:elsewhere", "expected nats://host:port"},
+      {url + "?storage=disk", "storage='disk'"},
+      {url + "?replicas=0", "replicas=0"},
+      {url + "?stream=a.b", "stream='a.b'"},
+      {url + "?strem=x", "unknown parameter 'strem'"},
+      {url + "?max_total_bytes=lots", "max_total_bytes='lots'"},
+      {"nats://127.0.0.1", "not of the form host:port"},
+      {"nats:local?port=3", "unknown parameter 'port'"},
+  };
+  for (const Case& c : cases) {
+    auto s = OpenSpace(c.uri);
+    ASSERT_FALSE(s.ok()) << c.uri;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << c.uri;
+    EXPECT_NE(s.status().message().find(c.says), std::string::npos) << s.status().message();
+  }
+}
+
+TEST(NatsSpaceTest, AnUnreachableServerIsAClearError) {
+  auto s = OpenSpace("nats://127.0.0.1:1");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.status().message().find("cannot connect to NATS at 'nats://127.0.0.1:1'"),
+            std::string::npos)
+      << s.status().message();
+}
+
+TEST(NatsSpaceTest, LocalStartsAPrivateServerAndStopsItWithTheSpace) {
+  const fs::path dir = fs::temp_directory_path() / testing::UniqueStream("acan-local-test-");
+  fs::remove_all(dir);
+  pid_t pid = -1;
+  {
+    auto space = MustOpen("nats:local?dir=" + dir.string());
+    ASSERT_TRUE(space);
+    LocalNatsServer* server = dynamic_cast<NatsSpace&>(*space).server();
+    ASSERT_NE(server, nullptr);
+    pid = server->pid();
+    EXPECT_EQ(kill(pid, 0), 0);
+    ASSERT_TRUE(space->Put("a.b", Value::FromString("x")).ok());
+    EXPECT_TRUE(fs::exists(dir / "jetstream")) << "the store is in the run directory";
+    // Another client reaches the same space by the server's URL.
+    auto other = MustOpen(server->url());
+    EXPECT_EQ((*other->Read("a.b"))->value.AsString(), "x");
+  }
+  EXPECT_EQ(kill(pid, 0), -1) << "the server stops with the space";
+  fs::remove_all(dir);
+}
+
+TEST(NatsSpaceTest, AServerRestartLosesNoTupleAndWaitersCarryOn) {
+  LocalServerOptions options;
+  options.store_dir =
+      (fs::temp_directory_path() / testing::UniqueStream("acan-restart-test-")).string();
+  options.remove_store = true;
+  fs::remove_all(options.store_dir);
+  auto server = LocalNatsServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto space = MustOpen((*server)->url() + "?storage=file");
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(space->Put("kept." + std::to_string(i), Value()).ok());
+  (*server)->Kill();  // SIGKILL: no clean shutdown
+  std::string got;
+  std::thread getter([&] {
+    auto t = space->Get("later.*", Deadline::After(60s));
+    got = t.ok() ? t->key.str() : t.status().ToString();
+  });
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE((*server)->Restart().ok());
+  ASSERT_TRUE(space->Put("later.1", Value::FromString("after the restart")).ok());
+  getter.join();
+  EXPECT_EQ(got, "later.1");
+  auto kept = space->ReadAll("kept.*");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->size(), 10u);
+}
+
+}  // namespace
+}  // namespace acan::nats
