@@ -71,6 +71,10 @@ struct SpaceStats {
   // Close (not by its deadline). One put wakes at most one waiter (0 where a backend cannot say).
   uint64_t waiting = 0;
   uint64_t wakeups = 0;
+  // Value bytes this client handed to the space and got back from it (reads and takes): over a
+  // network backend, what crossed the wire to and from the server, headers aside.
+  uint64_t bytes_put = 0;
+  uint64_t bytes_returned = 0;
 };
 
 class ACAN_EXPORT Space {

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   acan::cli::AddTrainCommand(app, &exit_code);
   acan::cli::AddExperimentCommand(app, &exit_code);
   acan::cli::AddEvalCommand(app, &exit_code);
+  acan::cli::AddManagerCommand(app, &exit_code);
+  acan::cli::AddHandlerCommand(app, &exit_code);
   try {
     app.parse(argc, argv);  // runs the parsed subcommand's callback
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 
 #include "acan/train.h"
 #include "cli/commands.h"
+#include "cli/roles.h"
 #include "cli/run_support.h"
 
 namespace acan::cli {
@@ -14,6 +15,7 @@ struct TrainArgs {
   std::string config;
   std::string space;
   std::optional<int> handlers;
+  std::optional<int> processes;
   std::optional<int64_t> window;
   std::string init;
   std::string out = "out";
@@ -45,6 +47,20 @@ int RunTrain(const TrainArgs& a) {
     chaos.enabled = true;
   }
   if (Status s = ValidateJob(*job); !s.ok()) return Fail(s);
+  if (a.processes) {
+    if (chaos.enabled || a.window || a.init.size() || a.trace) {
+      return Fail(Status::InvalidArgument(
+          "--processes runs the job file's [runtime] over real processes: --window, --init, "
+          "--trace and [chaos] (which slows and crashes threads of one process) do not apply"));
+    }
+    ProcessRunArgs pa;
+    pa.config = a.config;
+    pa.space = a.space;
+    pa.out = a.out;
+    pa.handlers = *a.processes;
+    pa.quiet = a.quiet;
+    return RunProcesses(*job, pa);
+  }
   if (Status s = CheckOutputDir(a.out); !s.ok()) return Fail(s);
   TrainOptions o;
   o.space_uri = a.space;
@@ -72,6 +88,10 @@ void AddTrainCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("config", a->config, "Job file (TOML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--space", a->space, "Space URI (default: the job's [runtime] space, mem:)");
   cmd->add_option("--handlers", a->handlers, "Handler threads (default: the job's)")
+      ->check(kAtLeastOne);
+  cmd->add_option("--processes", a->processes,
+                  "Run as processes over --space (nats://... or nats:local): a manager, a standby "
+                  "and this many handler processes, each restarted when it dies")
       ->check(kAtLeastOne);
   cmd->add_option("--window", a->window, "Update window W; 1 = synchronous (default: the job's)")
       ->check(kAtLeastOne);

@@ -148,6 +148,21 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
   };
   json space = resident(run.census.total);
   for (const auto& [cls, c] : run.census.by_class) space["by_class"][cls] = resident(c);
+  // What this process asked of the space: calls and latency by operation, and the value bytes
+  // moved (over a network backend, what crossed the wire; headers aside).
+  for (size_t op = 0; op < size_t(SpaceOp::kCount); ++op) {
+    const LatencyHistogram& h = run.space.latency[op];
+    space["calls"][std::string(SpaceOpName(SpaceOp(op)))] = {
+        {"count", run.space.calls[op]},
+        {"p50_us_at_most", h.QuantileNs(0.5) / 1000.0},
+        {"p99_us_at_most", h.QuantileNs(0.99) / 1000.0}};
+  }
+  space["bytes_put"] = run.space.bytes_put;
+  space["bytes_returned"] = run.space.bytes_returned;
+  space["bytes_moved_per_step"] =
+      run.progress.next_step > 0
+          ? json(double(run.space.bytes_put + run.space.bytes_returned) / run.progress.next_step)
+          : json(nullptr);
   j["space"] = space;
   json stalls = json::array();
   for (const StallReport& r : run.stalls) {

@@ -35,6 +35,10 @@ class StatsRecorder {
     }
   }
   void CountTaken(size_t n) { taken_.fetch_add(n, std::memory_order_relaxed); }
+  void CountBytes(uint64_t put, uint64_t returned) {
+    if (put) bytes_put_.fetch_add(put, std::memory_order_relaxed);
+    if (returned) bytes_returned_.fetch_add(returned, std::memory_order_relaxed);
+  }
   SpaceStats Snapshot(uint64_t tuples, uint64_t bytes) const {
     SpaceStats s;
     s.tuples = tuples;
@@ -50,6 +54,8 @@ class StatsRecorder {
     s.timeouts = timeouts_.load(std::memory_order_relaxed);
     s.cancelled = cancelled_.load(std::memory_order_relaxed);
     s.rejected = rejected_.load(std::memory_order_relaxed);
+    s.bytes_put = bytes_put_.load(std::memory_order_relaxed);
+    s.bytes_returned = bytes_returned_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -58,6 +64,7 @@ class StatsRecorder {
   std::array<std::atomic<uint64_t>, kOps> calls_{};
   std::array<std::array<std::atomic<uint64_t>, LatencyHistogram::kBuckets>, kOps> latency_{};
   std::atomic<uint64_t> taken_{0}, timeouts_{0}, cancelled_{0}, rejected_{0};
+  std::atomic<uint64_t> bytes_put_{0}, bytes_returned_{0};
 };
 
 }  // namespace acan

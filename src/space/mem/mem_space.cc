@@ -80,6 +80,7 @@ Status MemSpace::Put(Key key, Value value, Deadline deadline) {
       if (closed_) return done(CancelledStatus());
     }
     bytes_ += size;
+    stats_.CountBytes(size, 0);
     puts_.fetch_add(1, std::memory_order_release);
     to_wake = SignalWaiterLocked(key);
     index_.Insert(Tuple{std::move(key), std::move(value)});
@@ -170,6 +171,7 @@ Result<Tuple> MemSpace::Get(const Pattern& pattern, Deadline deadline) {
     got = index_.TakeOne(pattern);
     if (!got) return 0;
     bytes_ -= got->value.size();
+    stats_.CountBytes(0, got->value.size());
     return 1;
   });
   lock.unlock();
@@ -191,7 +193,10 @@ Result<std::vector<Tuple>> MemSpace::Take(const Pattern& pattern, size_t max_cou
   std::unique_lock lock(mu_);
   Status s = WaitAndTake(lock, pattern, deadline, SpaceOp::kTake, [&]() -> size_t {
     size_t n = index_.TakeOldest(pattern, max_count, &got);
-    for (const Tuple& t : got) bytes_ -= t.value.size();
+    for (const Tuple& t : got) {
+      bytes_ -= t.value.size();
+      stats_.CountBytes(0, t.value.size());
+    }
     return n;
   });
   lock.unlock();
@@ -208,7 +213,10 @@ Result<std::optional<Tuple>> MemSpace::Read(const Pattern& pattern) {
     return CancelledStatus();
   }
   std::optional<Tuple> out;
-  if (const Tuple* t = index_.FindOldest(pattern)) out = *t;
+  if (const Tuple* t = index_.FindOldest(pattern)) {
+    out = *t;
+    stats_.CountBytes(0, t->value.size());
+  }
   stats_.Record(SpaceOp::kRead, start, Status::Ok());
   return out;
 }
@@ -221,6 +229,7 @@ Result<std::vector<Tuple>> MemSpace::ReadAll(const Pattern& pattern, size_t limi
     return CancelledStatus();
   }
   std::vector<Tuple> out = index_.ReadAll(pattern, limit);
+  for (const Tuple& t : out) stats_.CountBytes(0, t.value.size());
   stats_.Record(SpaceOp::kReadAll, start, Status::Ok());
   return out;
 }

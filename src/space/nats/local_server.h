@@ -62,6 +62,11 @@ class LocalNatsServer {
   pid_t pid_ = -1;
 };
 
+// The configuration nats:local adds: messages up to 8 MB (the server's default is 1 MB), so a
+// 784x1024 float layer (3.2 MB) is one message instead of four chunks; 8 MB is where the server
+// starts warning, and values above it are still chunked.
+inline constexpr const char* kLocalServerConfig = "max_payload: 8MB";
+
 // The nats-server executable: $ACAN_NATS_SERVER, else the first nats-server on PATH, else
 // /usr/sbin/nats-server (Debian's package puts it there, outside a normal user's PATH).
 std::string NatsServerExecutable();

@@ -288,6 +288,7 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
   }
   if (Status room = WaitForRoom(key, size, deadline); !room.ok()) return done(room);
   const std::string subject = fmt::format("{}{}.{}", tuple_prefix_, size, key.str());
+  stats_.CountBytes(size, 0);
   if (size <= chunk_bytes_) {
     return done(Publish(subject, value.data(), size, nullptr, deadline));
   }
@@ -448,6 +449,7 @@ Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max
       jo.Stream.Purge.Subject = chunk_filter.c_str();
       (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
     }
+    stats_.CountBytes(0, value.size());
     out.push_back(Tuple{std::move(head->key), std::move(value)});
   }
   return out;
@@ -475,6 +477,7 @@ Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
       }
       return value.status();
     }
+    stats_.CountBytes(0, value->size());
     out.push_back(Tuple{std::move(head->key), std::move(value).value()});
   }
   return out;
@@ -701,6 +704,7 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
     // when absent, removed with the space).
     LocalServerOptions local;
     if (const std::string* dir = uri.Param("dir")) local.store_dir = *dir;
+    local.extra_config = kLocalServerConfig;
     ACAN_RETURN_IF_ERROR(uri.RejectUnusedParams());
     if (local.store_dir.empty()) {
       std::string tmpl = (std::filesystem::temp_directory_path() / "acan-nats-XXXXXX").string();

@@ -1,0 +1,270 @@
+// `acan train --processes N`: the supervisor of a run made of processes (DESIGN.md section 9a).
+// It starts an active manager, a standby and N handlers as child processes of this executable,
+// learns of each death from waitpid at once, announces a dead handler in the space (its tasks are
+// sent again without waiting for their deadlines) and starts it again under the same id; a dead
+// manager is started again as a standby while the other one takes over by the lease.
+#include <fmt/format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "acan/space.h"
+#include "cli/roles.h"
+#include "cli/run_support.h"
+#include "runtime/layout.h"
+#include "runtime/liveness.h"
+#include "space/nats/nats_space.h"
+
+namespace acan::cli {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kJobId = "job";
+constexpr int kMaxRestartsPerChild = 50;
+
+struct Child {
+  std::string role;  // "manager" or "handler"
+  std::string name;  // m0, m1, h0, ...
+  int id = 0;        // handler id
+  pid_t pid = -1;
+  int restarts = 0;
+  bool done = false;  // exited 0: the job is finished (or it left on request)
+};
+
+std::string SelfExe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "acan" : p.string();
+}
+
+pid_t Spawn(const std::vector<std::string>& args) {
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  // A child outlives neither the supervisor nor a Ctrl-C: it leaves cleanly on SIGTERM.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+std::string Describe(int wstatus) {
+  if (WIFSIGNALED(wstatus)) return fmt::format("killed by signal {}", WTERMSIG(wstatus));
+  if (WIFEXITED(wstatus)) return fmt::format("exit code {}", WEXITSTATUS(wstatus));
+  return "stopped";
+}
+
+// The incarnation handler `id` last announced (what its death withdraws).
+int64_t LastIncarnation(Space& space, const runtime::Layout& layout, int id) {
+  auto alive = space.ReadAll(layout.Alive(id));
+  int64_t last = 0;
+  if (alive.ok()) {
+    for (const Tuple& t : *alive) {
+      auto v = t.value.As<int64_t>();
+      if (v.size() == 1) last = std::max(last, v[0]);
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
+  SignalStop signals;
+  std::string uri = a.space.empty() ? job.runtime.space : a.space;
+  if (uri.starts_with("mem:")) {
+    return Fail(Status::InvalidArgument(fmt::format(
+        "--processes needs a space that other processes reach (nats://host:port or nats:local), "
+        "not '{}'",
+        uri)));
+  }
+  if (Status s = CheckOutputDir(a.out); !s.ok()) return Fail(s);
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  // nats:local: this process starts the server (in the run directory) and the children connect
+  // to it by its address.
+  if (uri == "nats:local" || uri.starts_with("nats:local?")) {
+    uri += std::string(uri.find('?') == std::string::npos ? "?" : "&") +
+           "dir=" + (fs::absolute(a.out) / "nats").string();
+  }
+  auto space = OpenSpace(uri);
+  if (!space.ok()) return Fail(space.status());
+  std::string child_uri = uri;
+  if (auto* nats_space = dynamic_cast<nats::NatsSpace*>(space->get());
+      nats_space && nats_space->server()) {
+    child_uri = nats_space->server()->url();
+    if (size_t q = uri.find('?'); q != std::string::npos) {
+      // Keep the stream options; `dir` belonged to the server.
+      std::string params;
+      std::string_view rest = std::string_view(uri).substr(q + 1);
+      while (!rest.empty()) {
+        std::string_view kv = rest.substr(0, rest.find('&'));
+        if (!kv.starts_with("dir=")) params += (params.empty() ? "?" : "&") + std::string(kv);
+        rest.remove_prefix(std::min(rest.size(), kv.size() + 1));
+      }
+      child_uri += params;
+    }
+  }
+  const runtime::Layout layout(kJobId);
+  const std::string exe = SelfExe();
+  const std::string handlers = std::to_string(a.handlers);
+  auto command_of = [&](const Child& c) {
+    if (c.role == "manager") {
+      return std::vector<std::string>{exe,        "manager", a.config, "--space", child_uri,
+                                      "--job-id", kJobId,    "--name", c.name,    "--handlers",
+                                      handlers,   "--out",   a.out};
+    }
+    return std::vector<std::string>{exe,      "handler", "--space", child_uri,
+                                    "--job",  kJobId,    "--id",    std::to_string(c.id),
+                                    "--quiet"};
+  };
+  std::vector<Child> children;
+  children.push_back({"manager", "m0"});
+  children.push_back({"manager", "m1"});
+  for (int h = 0; h < a.handlers; ++h) children.push_back({"handler", fmt::format("h{}", h), h});
+  if (!a.quiet) {
+    fmt::print(
+        "acan: {} on {}: 2 manager processes (one active, one standby), {} handler "
+        "processes\n",
+        a.config, child_uri, a.handlers);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (Child& c : children) c.pid = Spawn(command_of(c));
+
+  bool stopping = false;
+  int exit_code = 0;
+  auto running = [&] {
+    int n = 0;
+    for (const Child& c : children) n += c.pid > 0;
+    return n;
+  };
+  auto managers_done = [&] { return children[0].done && children[1].done; };
+  auto stop_all = [&] {
+    for (Child& c : children) {
+      if (c.pid > 0) kill(c.pid, SIGTERM);
+    }
+  };
+  std::optional<std::chrono::steady_clock::time_point> finished_at;
+  while (running() > 0) {
+    if (!stopping && signals.signal() != 0) {
+      fmt::print(stderr, "acan: stopping (signal {}): every process leaves cleanly\n",
+                 signals.signal());
+      stopping = true;
+      exit_code = 130;
+      stop_all();
+    }
+    // Handlers leave on their own once the job is finished; ones that do not are told to.
+    if (finished_at && !stopping && std::chrono::steady_clock::now() - *finished_at > 30s) {
+      stopping = true;
+      stop_all();
+    }
+    int wstatus = 0;
+    pid_t pid = waitpid(-1, &wstatus, WNOHANG);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(5ms);
+      continue;
+    }
+    auto it = std::find_if(children.begin(), children.end(),
+                           [pid](const Child& c) { return c.pid == pid; });
+    if (it == children.end()) continue;
+    Child& c = *it;
+    c.pid = -1;
+    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+      c.done = true;
+      if (c.role == "manager" && managers_done() && !finished_at) {
+        finished_at = std::chrono::steady_clock::now();
+      }
+      continue;
+    }
+    if (stopping || finished_at) continue;
+    if (WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 2 || WEXITSTATUS(wstatus) == 127)) {
+      // Bad input or a missing executable: starting it again would fail the same way.
+      fmt::print(stderr, "acan: {} {} failed ({}); stopping the run\n", c.role, c.name,
+                 Describe(wstatus));
+      stopping = true;
+      exit_code = WEXITSTATUS(wstatus) == 2 ? 2 : 1;
+      stop_all();
+      continue;
+    }
+    if (c.role == "handler") {
+      (void)runtime::AnnounceDeath(space->get(), layout, c.id,
+                                   LastIncarnation(**space, layout, c.id));
+    }
+    if (++c.restarts > kMaxRestartsPerChild) {
+      fmt::print(stderr, "acan: {} {} died {} times; stopping the run\n", c.role, c.name,
+                 c.restarts);
+      stopping = true;
+      exit_code = 1;
+      stop_all();
+      continue;
+    }
+    if (!a.quiet) {
+      fmt::print(stderr, "acan: {} {} (pid {}) died ({}); started again\n", c.role, c.name, pid,
+                 Describe(wstatus));
+    }
+    c.pid = Spawn(command_of(c));
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (exit_code != 0) return exit_code;
+  if (!managers_done())
+    return Fail(Status::Internal("the managers ended without finishing the job"));
+
+  // The finishing manager wrote summary.json; the supervisor adds what only it knows.
+  const fs::path summary_path = fs::path(a.out) / "summary.json";
+  std::ifstream in(summary_path);
+  auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!summary.is_object()) {
+    return Fail(
+        Status::DataLoss(fmt::format("'{}' is missing or not JSON", summary_path.string())));
+  }
+  nlohmann::json procs;
+  procs["handlers"] = a.handlers;
+  procs["managers"] = 2;
+  int handler_restarts = 0, manager_restarts = 0;
+  for (const Child& c : children) {
+    procs["restarts"][c.name] = c.restarts;
+    (c.role == "handler" ? handler_restarts : manager_restarts) += c.restarts;
+  }
+  procs["handler_restarts"] = handler_restarts;
+  procs["manager_restarts"] = manager_restarts;
+  procs["space"] = child_uri;
+  summary["processes"] = procs;
+  summary["wall_s"] = wall_s;
+  auto stats = (*space)->Stats();
+  summary["space_at_end"] = {{"tuples", stats.tuples}, {"bytes", stats.bytes}};
+  if (Status s = WriteFileAtomically(summary_path.string(), summary.dump(2) + "\n"); !s.ok()) {
+    return Fail(s);
+  }
+  if (!a.quiet) {
+    fmt::print(
+        "{} steps in {:.2f} s over {} handler processes; {} handler and {} manager "
+        "restarts; tasks retransmitted {}\n",
+        summary.value("steps", 0), wall_s, a.handlers, handler_restarts, manager_restarts,
+        summary["tasks"].value("retransmitted", 0));
+    if (summary.contains("test_accuracy")) {
+      fmt::print("test accuracy {:.4f}, test loss {:.4f}\n", summary["test_accuracy"].get<double>(),
+                 summary["test_loss"].get<double>());
+    }
+    fmt::print("artefacts: {}/model.safetensors, {}/summary.json\n", a.out, a.out);
+  }
+  return 0;
+}
+
+}  // namespace acan::cli

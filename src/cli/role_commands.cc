@@ -1,0 +1,205 @@
+// `acan manager` and `acan handler`: one role of a job per process, over a space other processes
+// reach (nats://...). The manager is active or a standby by the job's lease; a handler joins a
+// running job with nothing but the URI and the job id. SIGTERM or SIGINT stops either cleanly: a
+// handler returns the tasks it holds (nothing waits for a timeout), a manager lets its lease lapse.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "acan/model.h"
+#include "acan/worker.h"
+#include "cli/commands.h"
+#include "cli/roles.h"
+#include "cli/run_support.h"
+
+namespace acan::cli {
+
+namespace fs = std::filesystem;
+
+SignalStop::SignalStop() {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGTERM);
+  sigaddset(&set_, SIGINT);
+  // Blocked in this thread before any other starts, so every thread inherits the mask and the
+  // signal waits for the watcher below.
+  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+  std::thread([this] {
+    int sig = 0;
+    if (sigwait(&set_, &sig) == 0) {
+      signal_.store(sig);
+      source_.request_stop();
+    }
+  }).detach();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    out << text;
+    if (!out.flush()) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return Status::Unavailable(
+        fmt::format("cannot rename '{}' to '{}': {}", tmp, path, ec.message()));
+  return Status::Ok();
+}
+
+namespace {
+
+struct ManagerArgs {
+  std::string config;
+  std::string space;
+  std::string job_id = "job";
+  std::string name;
+  std::optional<int> handlers;
+  int64_t lease_ms = 1000;
+  std::string init;
+  std::string out;
+  bool quiet = false;
+};
+
+// summary.json of a job run by manager processes: what the active manager knows at the end.
+Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const ManagerReport& r,
+                             double wall_s) {
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec) return Status::Unavailable(fmt::format("cannot create '{}': {}", a.out, ec.message()));
+  ACAN_RETURN_IF_ERROR(SaveModel(*r.model, (fs::path(a.out) / "model.safetensors").string()));
+  const TrainProgress& p = r.progress;
+  nlohmann::json j;
+  j["config"] = a.config;
+  j["space"] = a.space;
+  j["job_id"] = a.job_id;
+  j["manager"] = a.name;
+  j["window"] = job.runtime.window;
+  j["strategy"] = std::string(ToString(job.partition.strategy));
+  j["steps"] = p.step;
+  j["epochs"] = p.epochs;
+  j["samples"] = p.samples;
+  j["final_epoch_loss"] = p.epoch_loss;
+  j["tasks"] = {{"completed", p.tasks_completed},
+                {"retransmitted", p.tasks_retransmitted},
+                {"duplicates_discarded", p.duplicates_discarded}};
+  j["updates"] = {{"versions_applied", p.versions_applied}};
+  j["manager_takeovers"] = p.manager_takeovers;
+  j["manager_wall_s"] = wall_s;
+  j["weights_sha256"] = r.model->Sha256();
+  auto eval = Evaluate(*r.model, job);
+  if (eval.ok()) {
+    j["test_split"] = eval->split;
+    j["test_loss"] = eval->loss;
+    if (eval->classification) j["test_accuracy"] = eval->accuracy;
+  }
+  return WriteFileAtomically((fs::path(a.out) / "summary.json").string(), j.dump(2) + "\n");
+}
+
+int RunManagerCommand(const ManagerArgs& a) {
+  SignalStop signals;
+  auto job = ParseJobFile(a.config);
+  if (!job.ok()) return Fail(job.status());
+  if (!a.out.empty()) {
+    if (Status s = CheckOutputDir(a.out); !s.ok()) return Fail(s);
+  }
+  ManagerOptions o;
+  o.name = a.name.empty() ? fmt::format("manager-{}", getpid()) : a.name;
+  o.job_id = a.job_id;
+  o.handlers = a.handlers.value_or(0);
+  o.lease = std::chrono::milliseconds(a.lease_ms);
+  o.init_path = a.init;
+  o.stop = signals.token();
+  RunPrinter printer(a.quiet);
+  o.on_progress = printer.on_progress;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunManager(a.space, *job, o);
+  if (!r.ok()) return Fail(r.status());
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!r->job_finished) {
+    if (!a.quiet) fmt::print(stderr, "acan: manager {} stopped before the job ended\n", o.name);
+    return 3;
+  }
+  if (r->was_active && r->model && !a.out.empty()) {
+    ManagerArgs named = a;
+    named.name = o.name;
+    if (Status s = WriteManagerArtefacts(named, *job, *r, wall_s); !s.ok()) return Fail(s);
+    if (!a.quiet) fmt::print("artefacts: {}/model.safetensors, {}/summary.json\n", a.out, a.out);
+  }
+  return 0;
+}
+
+struct HandlerArgs {
+  std::string space;
+  std::string job_id;
+  std::optional<int> id;
+  std::vector<std::string> ops;
+  int pouch = 1;
+  bool quiet = false;
+};
+
+int RunHandlerCommand(const HandlerArgs& a) {
+  SignalStop signals;
+  HandlerOptions o;
+  o.id = a.id.value_or(static_cast<int>(getpid()));
+  o.task_types = a.ops;
+  o.pouch = a.pouch;
+  o.stop = signals.token();
+  auto r = RunHandler(a.space, a.job_id, o);
+  if (!r.ok()) return Fail(r.status());
+  if (!a.quiet) {
+    fmt::print("handler {} (incarnation {}): {} tasks, {:.2f} s busy{}\n", r->id, r->incarnation,
+               r->tasks, r->busy_s, r->job_finished ? "; the job is finished" : "; left the job");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddManagerCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ManagerArgs>();
+  auto* cmd = app.add_subcommand(
+      "manager", "Run a manager of a job over a shared space: active, or a standby by the lease");
+  cmd->add_option("config", a->config, "Job file (TOML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--space", a->space, "Space URI, e.g. nats://127.0.0.1:4222")->required();
+  cmd->add_option("--job-id", a->job_id, "The job's id in the space")->capture_default_str();
+  cmd->add_option("--name", a->name, "This manager's name in the lease (default: manager-PID)");
+  cmd->add_option("--handlers", a->handlers, "Handlers expected (default: the job's)")
+      ->check(kAtLeastOne);
+  cmd->add_option("--lease-ms", a->lease_ms, "Lease: a standby takes over this long after")
+      ->capture_default_str()
+      ->check(kAtLeastOne);
+  cmd->add_option("--init", a->init, "Initial model (safetensors)")->check(CLI::ExistingFile);
+  cmd->add_option("--out", a->out,
+                  "Directory for model.safetensors and summary.json, written by the manager that "
+                  "finishes the job");
+  cmd->add_flag("--quiet", a->quiet, "No progress lines");
+  cmd->callback([a, exit_code] { *exit_code = RunManagerCommand(*a); });
+}
+
+void AddHandlerCommand(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<HandlerArgs>();
+  auto* cmd = app.add_subcommand(
+      "handler", "Run a handler of a job over a shared space until the job ends or SIGTERM");
+  cmd->add_option("--space", a->space, "Space URI, e.g. nats://127.0.0.1:4222")->required();
+  cmd->add_option("--job", a->job_id, "The job's id in the space")->required();
+  cmd->add_option("--id", a->id,
+                  "Handler id, unique in the job; a restarted handler keeps it (default: the PID)");
+  cmd->add_option("--ops", a->ops,
+                  "Task types it runs: forward,activation,loss,backward,update (default: all)")
+      ->delimiter(',');
+  cmd->add_option("--pouch", a->pouch, "Tasks taken at once")
+      ->capture_default_str()
+      ->check(kAtLeastOne);
+  cmd->add_flag("--quiet", a->quiet, "No closing line");
+  cmd->callback([a, exit_code] { *exit_code = RunHandlerCommand(*a); });
+}
+
+}  // namespace acan::cli

@@ -1,0 +1,49 @@
+// What the multi-process commands share: SIGTERM/SIGINT as a stop token, atomic file writes, and
+// `acan train --processes`, the supervisor of a run made of processes.
+#pragma once
+
+#include <signal.h>
+
+#include <atomic>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acan/job.h"
+#include "acan/status.h"
+
+namespace acan::cli {
+
+// Blocks SIGTERM and SIGINT in the calling thread (construct it before any other thread starts,
+// so that all inherit the mask) and turns the first one into a stop request.
+class SignalStop {
+ public:
+  SignalStop();
+  std::stop_token token() const { return source_.get_token(); }
+  int signal() const { return signal_.load(); }  // 0 until one arrived
+
+ private:
+  sigset_t set_;
+  std::stop_source source_;
+  std::atomic<int> signal_{0};
+};
+
+// Writes `text` to `path` through a temporary file, so the file is never half written.
+Status WriteFileAtomically(const std::string& path, const std::string& text);
+
+struct ProcessRunArgs {
+  std::string config;  // the job file, as given
+  std::string space;   // URI; "nats:local" starts a private server in <out>/nats
+  std::string out;
+  int handlers = 1;
+  bool quiet = false;
+};
+
+// Runs the job as processes: an active manager, a standby and `handlers` handler processes
+// (this executable's `manager` and `handler` commands), restarting any that dies and announcing
+// each handler's death in the space at once; the manager that finishes writes the artefacts into
+// `out`, and summary.json gains a "processes" section. Returns the exit code.
+int RunProcesses(const JobConfig& job, const ProcessRunArgs& args);
+
+}  // namespace acan::cli
