@@ -262,7 +262,6 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       fmt::print("test accuracy {:.4f}, test loss {:.4f}\n", summary["test_accuracy"].get<double>(),
                  summary["test_loss"].get<double>());
     }
-    fmt::print("artefacts: {}/model.safetensors, {}/summary.json\n", a.out, a.out);
   }
   return 0;
 }

@@ -39,7 +39,8 @@ SignalStop::SignalStop() {
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  // Named for this process: a standby that took over may write the same file at the same time.
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   {
     std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
     out << text;
@@ -73,7 +74,12 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) return Status::Unavailable(fmt::format("cannot create '{}': {}", a.out, ec.message()));
-  ACAN_RETURN_IF_ERROR(SaveModel(*r.model, (fs::path(a.out) / "model.safetensors").string()));
+  const std::string model_path = (fs::path(a.out) / "model.safetensors").string();
+  const std::string model_tmp = fmt::format("{}.tmp.{}", model_path, getpid());
+  ACAN_RETURN_IF_ERROR(SaveModel(*r.model, model_tmp));
+  fs::rename(model_tmp, model_path, ec);
+  if (ec)
+    return Status::Unavailable(fmt::format("cannot rename '{}': {}", model_tmp, ec.message()));
   const TrainProgress& p = r.progress;
   nlohmann::json j;
   j["config"] = a.config;
