@@ -46,6 +46,7 @@ struct HandlerReport {
   int64_t missing_inputs = 0;  // tasks dropped because an input was gone (late duplicates)
   int64_t bad_tuples = 0;      // undecodable task tuples, dropped
   bool job_finished = false;   // false: it stopped on its token before the job ended
+  double first_task_s = -1;    // from the call's start to its first completed task; -1: none
 };
 
 // Runs handler `options.id` of job `job_id` until the job is finished or the stop token fires.

@@ -161,8 +161,10 @@ int RunHandlerCommand(const HandlerArgs& a) {
   auto r = RunHandler(a.space, a.job_id, o);
   if (!r.ok()) return Fail(r.status());
   if (!a.quiet) {
-    fmt::print("handler {} (incarnation {}): {} tasks, {:.2f} s busy{}\n", r->id, r->incarnation,
-               r->tasks, r->busy_s, r->job_finished ? "; the job is finished" : "; left the job");
+    fmt::print(
+        "handler {} (incarnation {}): {} tasks, {:.2f} s busy, first task after {:.3f} s{}\n",
+        r->id, r->incarnation, r->tasks, r->busy_s, r->first_task_s,
+        r->job_finished ? "; the job is finished" : "; left the job");
   }
   return 0;
 }

@@ -244,7 +244,9 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
                     m.attempt, duration<double, std::milli>(start - taken).count(),
                     double(exec_ns) / 1e6, cpu_ms));
   }
-  stats_->tasks.fetch_add(1);
+  if (stats_->tasks.fetch_add(1) == 0) {
+    stats_->first_task_at_ns.store(Clock::now().time_since_epoch().count());
+  }
   stats_->busy_ns.fetch_add(exec_ns);
   stats_->work.fetch_add(nn::TaskWork(m.spec));
   return Outcome::kDone;

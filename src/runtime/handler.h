@@ -32,10 +32,11 @@ struct HandlerStats {
   std::atomic<int64_t> work{0};     // work done: floats each task reads and writes (deterministic)
   std::atomic<int64_t> lost_ns{0};  // work lost in crashes
   std::atomic<int64_t> crashes{0};
-  std::atomic<int64_t> missing_inputs{0};  // tasks not run for a missing input (reported)
-  std::atomic<int64_t> bad_tuples{0};      // undecodable task tuples
-  std::atomic<int64_t> reused{0};          // resent tasks reported done from outputs in the space
-  std::atomic<double> speed{1.0};          // current slow-down factor (1 = full speed)
+  std::atomic<int64_t> missing_inputs{0};    // tasks not run for a missing input (reported)
+  std::atomic<int64_t> bad_tuples{0};        // undecodable task tuples
+  std::atomic<int64_t> reused{0};            // resent tasks reported done from outputs in the space
+  std::atomic<double> speed{1.0};            // current slow-down factor (1 = full speed)
+  std::atomic<int64_t> first_task_at_ns{0};  // Clock time its first task completed; 0: none yet
 };
 
 struct HandlerOptions {

@@ -67,6 +67,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   std::stop_callback on_stop(options.stop, [&stop] { stop.store(true); });
   ho.until = [&] { return JobFinished(space, layout); };
   runtime::HandlerStats stats;
+  const auto start = Clock::now();
   runtime::Handler handler(&space, layout, ho, &stats);
   ACAN_RETURN_IF_ERROR(handler.Announce());
   handler.Run(stop);
@@ -79,6 +80,10 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   report.reused = stats.reused.load();
   report.missing_inputs = stats.missing_inputs.load();
   report.bad_tuples = stats.bad_tuples.load();
+  if (int64_t at = stats.first_task_at_ns.load(); at != 0) {
+    report.first_task_s =
+        std::chrono::duration<double>(Clock::time_point(Clock::duration(at)) - start).count();
+  }
   report.job_finished = JobFinished(space, layout);
   if (!report.job_finished) {
     // Leaving before the end: say so, so that the manager sends what it held at once.

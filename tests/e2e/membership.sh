@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Elastic membership across processes (nats:local): while `acan train --processes 1` runs,
+#  - a handler started from "another terminal" (same URI and job id) joins and runs tasks;
+#  - a second one leaves cleanly on SIGTERM (exit 0, "left the job");
+#  - a handler child of the supervisor is SIGKILLed: the supervisor sees it at once, says so and
+#    starts it again;
+# and the run still ends with bitwise the weights of the in-process mem: run.
+# Usage: membership.sh ACAN_BINARY
+set -euo pipefail
+acan=${1:?usage: $0 ACAN_BINARY}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat > "$work/job.toml" <<'TOML'
+[model]
+layers = [12, 16, 8, 3]
+activation = "tanh"
+loss = "mse"
+init = "xavier_uniform"
+[data]
+source = "synthetic"
+samples = 2000
+shuffle = true
+[train]
+epochs = 1
+batch = 4
+lr = 0.05
+seed = 7
+[partition]
+strategy = "data"
+task_size = 2
+[runtime]
+handlers = 2
+window = 1
+space = "mem:"
+TOML
+"$acan" train "$work/job.toml" --out "$work/mem" --quiet
+hash() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$1"; }
+want=$(hash "$work/mem/summary.json")
+
+"$acan" train "$work/job.toml" --space nats:local --processes 1 --out "$work/run" > "$work/train.log" 2>&1 &
+sup=$!
+pids+=("$sup")
+url=""
+for _ in $(seq 1 200); do
+  url=$(grep -o 'nats://127.0.0.1:[0-9]*' "$work/train.log" | head -1 || true)
+  [[ -n "$url" ]] && break
+  sleep 0.1
+done
+[[ -n "$url" ]] || { echo "FAIL: no server address in the log" >&2; cat "$work/train.log" >&2; exit 1; }
+# Wait for the first steps, so the joiners join a running job.
+for _ in $(seq 1 300); do
+  grep -q 'step [1-9]' "$work/train.log" && break
+  sleep 0.1
+done
+
+victim=$(ps -o pid=,args= --ppid "$sup" | awk '/ handler .*--id 0/ {print $1; exit}')
+[[ -n "$victim" ]] || { echo "FAIL: no handler child of the supervisor" >&2; exit 1; }
+kill -KILL "$victim"
+
+"$acan" handler --space "$url" --job job --id 9 > "$work/h9.log" 2>&1 &
+h9=$!
+pids+=("$h9")
+"$acan" handler --space "$url" --job job --id 10 > "$work/h10.log" 2>&1 &
+h10=$!
+pids+=("$h10")
+sleep 2
+kill -TERM "$h10"
+wait "$h10" || { echo "FAIL: a handler stopped by SIGTERM exited non-zero" >&2; cat "$work/h10.log" >&2; exit 1; }
+grep -q 'left the job' "$work/h10.log" || { echo "FAIL: $(cat "$work/h10.log")" >&2; exit 1; }
+
+
+wait "$sup" || { echo "FAIL: the run failed" >&2; cat "$work/train.log" >&2; exit 1; }
+wait "$h9" || { echo "FAIL: the joined handler failed" >&2; cat "$work/h9.log" >&2; exit 1; }
+cat "$work/h9.log" "$work/h10.log"
+grep "died" "$work/train.log"
+grep -q "handler h0 (pid $victim) died (killed by signal 9); started again" "$work/train.log" ||
+  { echo "FAIL: the supervisor did not announce the SIGKILL" >&2; cat "$work/train.log" >&2; exit 1; }
+/usr/bin/python3 - "$work/h9.log" "$work/run/summary.json" <<'PY'
+import json, re, sys
+h9 = open(sys.argv[1]).read()
+m = re.search(r"(\d+) tasks, .* first task after ([0-9.]+) s; the job is finished", h9)
+assert m and int(m.group(1)) > 0, h9
+print(f"the joined handler ran {m.group(1)} tasks, its first {m.group(2)} s after it started")
+s = json.load(open(sys.argv[2]))
+assert s["processes"]["restarts"]["h0"] >= 1, s["processes"]
+PY
+got=$(hash "$work/run/summary.json")
+[[ "$got" == "$want" ]] || { echo "FAIL: weights $got differ from the mem: run's $want" >&2; exit 1; }
+echo "membership: join, SIGTERM leave and SIGKILL restart; weights bitwise the mem: run's"
