@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: installs missing Debian packages, builds, runs the quick suite,
-# the concurrency, runtime and public API tests under ThreadSanitizer, and the find_package
+# the concurrency, runtime, NATS space and public API tests under ThreadSanitizer, and the find_package
 # consumer project (the library, the installed conformance suite, examples/library).
 # Set ACAN_TEST_LABELS (a ctest label regex) to run another subset, e.g. "quick|concurrency|chaos|slow".
 set -euo pipefail
@@ -18,10 +18,11 @@ ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$job
 echo "== concurrency, runtime and chaos tests under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANITIZE=thread \
   -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target space_test space_stress_test runtime_test chaos_test api_test
+cmake --build build-tsan -j"$jobs" --target space_test space_stress_test nats_space_test \
+  nats_space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 120 \
-  -R '^((Mem|MemSpin|MemNamed|Census)[.]|MemSpaceTest|CensusSpaceTest|FaultSpaceTest|MemSpaceStressTest|RuntimeTest|DeadlineTest|ControllerTest|ChaosTest|CrashPointTest|EveryClass/FaultMatrixTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest|FaultSweepTest))'
+  -R '^((Mem|MemSpin|MemNamed|Census|Nats|NatsFile)[.]|MemSpaceTest|NatsSpaceTest|NatsSpaceStressTest|CensusSpaceTest|FaultSpaceTest|MemSpaceStressTest|RuntimeTest|DeadlineTest|ControllerTest|ChaosTest|CrashPointTest|EveryClass/FaultMatrixTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest|FaultSweepTest))'
 
 echo "== install and find_package(acan) from a consumer project"
 rm -rf build-consumer "$root/build/stage"
