@@ -18,6 +18,8 @@ namespace {
 
 // The longest a blocked getter waits before it looks again (a put that raced its subscription).
 constexpr auto kMaxWaitSlice = 50ms;
+// Patterns with a watch of their own; getters on further patterns look every kMaxWaitSlice.
+constexpr size_t kMaxWatches = 1024;
 // Room left in a message for headers: they count toward the server's max_payload.
 constexpr size_t kHeaderAllowance = 4096;
 constexpr const char* kChunksHeader = "Acan-Chunks";  // "<count> <crc32> <id>"
@@ -92,6 +94,10 @@ NatsSpace::NatsSpace(std::string uri, NatsSpaceOptions options)
 
 NatsSpace::~NatsSpace() {
   Close();
+  // The connection first: once it is closed no message is delivered, so the watches' subscriptions
+  // can go (the other order is libnats 3.4.1's crash, nats.c issue 637).
+  if (nc_) natsConnection_Close(nc_);
+  for (auto& [filter, watch] : watches_) natsSubscription_Destroy(watch->sub);
   jsCtx_Destroy(js_);
   natsConnection_Destroy(nc_);
 }
@@ -121,6 +127,8 @@ Status NatsSpace::Connect() {
   // A lost server is waited for, not given up on: the calls' deadlines bound the wait.
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 100);
+  // The watches' callbacks share the library's delivery threads instead of one thread each.
+  if (s == NATS_OK) s = natsOptions_UseGlobalMessageDelivery(opts, true);
   if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
@@ -483,67 +491,66 @@ Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
   return out;
 }
 
+void NatsSpace::OnWatchedPut(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  natsMsg_Destroy(msg);
+  auto* watch = static_cast<Watch*>(closure);
+  {
+    std::lock_guard lock(watch->mu);
+    ++watch->puts;
+  }
+  watch->cv.notify_all();
+}
+
+NatsSpace::Watch* NatsSpace::WatchFor(const std::string& filter) {
+  std::lock_guard lock(mu_);
+  if (auto it = watches_.find(filter); it != watches_.end()) return it->second.get();
+  if (watches_.size() >= kMaxWatches || closed_.load()) return nullptr;
+  auto watch = std::make_unique<Watch>();
+  if (natsConnection_Subscribe(&watch->sub, nc_, filter.c_str(), &NatsSpace::OnWatchedPut,
+                               watch.get()) != NATS_OK) {
+    return nullptr;  // the getter polls instead
+  }
+  // Only the notice matters: a slow waiter's backlog is dropped by the client, not the server.
+  natsSubscription_SetPendingLimits(watch->sub, 1024, 16 << 20);
+  return watches_.emplace(filter, std::move(watch)).first->second.get();
+}
+
 template <typename TryOnce>
 Status NatsSpace::WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op, TryOnce try_once) {
-  natsSubscription* sub = nullptr;
-  Status result;
-  for (;;) {
-    if (closed_.load()) {
-      result = CancelledStatus();
-      break;
+  Watch* watch = nullptr;
+  for (bool first = true;; first = false) {
+    if (closed_.load()) return CancelledStatus();
+    uint64_t seen = 0;
+    if (watch) {
+      std::lock_guard lock(watch->mu);
+      seen = watch->puts;
     }
     // Each look at the space may retry a lost connection until the call's deadline; a call that
     // does not wait still gets `retry_ms` to ride out a server restart.
     Result<bool> got = try_once(deadline.expired() ? NonBlocking() : deadline);
-    if (!got.ok() || *got) {
-      result = got.status();
-      break;
-    }
+    if (!got.ok() || *got) return got.status();
     if (deadline.expired()) {
-      result = Status::Timeout(
+      return Status::Timeout(
           fmt::format("{}: no tuple matching '{}' in space '{}' before the deadline",
                       SpaceOpName(op), pattern.str(), uri_));
-      break;
     }
-    if (!sub) {
-      // Subscribe, then look again: a put between the first look and the subscription is found.
-      if (natsConnection_SubscribeSync(&sub, nc_, TupleFilter(pattern).c_str()) != NATS_OK) {
-        sub = nullptr;
-        std::this_thread::sleep_for(
-            std::min<Clock::duration>(kMaxWaitSlice, deadline.at() - Clock::now()));
-        continue;
-      }
-      std::lock_guard lock(mu_);
-      waiters_.insert(sub);
+    if (first) {
+      // Watch, then look again: a put between the first look and the watch is found.
+      watch = WatchFor(TupleFilter(pattern));
       continue;
     }
+    const auto until = std::min(deadline.at(), Clock::now() + kMaxWaitSlice);
     waiting_.fetch_add(1);
-    natsMsg* msg = nullptr;
-    natsStatus s = natsSubscription_NextMsg(
-        &msg, sub,
-        MsRemaining(deadline,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(kMaxWaitSlice)));
-    waiting_.fetch_sub(1);
-    natsMsg_Destroy(msg);
-    if (s == NATS_OK) {
-      wakeups_.fetch_add(1);
-      // One look serves every put that arrived meanwhile.
-      uint64_t queued = 0;
-      natsSubscription_QueuedMsgs(sub, &queued);
-      for (; queued > 0 && natsSubscription_NextMsg(&msg, sub, 1) == NATS_OK; --queued) {
-        natsMsg_Destroy(msg);
+    if (watch) {
+      std::unique_lock lock(watch->mu);
+      if (watch->cv.wait_until(lock, until, [&] { return watch->puts != seen || closed_.load(); })) {
+        wakeups_.fetch_add(1);
       }
+    } else {
+      std::this_thread::sleep_until(until);
     }
+    waiting_.fetch_sub(1);
   }
-  if (sub) {
-    {
-      std::lock_guard lock(mu_);
-      waiters_.erase(sub);
-    }
-    natsSubscription_Unsubscribe(sub);
-    natsSubscription_Destroy(sub);
-  }
-  return result;
 }
 
 Result<std::optional<Tuple>> NatsSpace::Read(const Pattern& pattern) {
@@ -606,8 +613,11 @@ Result<std::vector<Tuple>> NatsSpace::Take(const Pattern& pattern, size_t max_co
 void NatsSpace::Close() {
   if (closed_.exchange(true)) return;
   std::lock_guard lock(mu_);
-  // Wakes every blocked getter at once: its subscription ends.
-  for (natsSubscription* sub : waiters_) natsSubscription_Unsubscribe(sub);
+  // Wakes every blocked getter at once.
+  for (auto& [filter, watch] : watches_) {
+    { std::lock_guard watch_lock(watch->mu); }
+    watch->cv.notify_all();
+  }
 }
 
 // ---- stats ----

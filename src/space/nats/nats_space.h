@@ -15,9 +15,11 @@
 //    deleting the message by its sequence: the server lets exactly one deleter win, so two takers
 //    never both get a tuple, whatever their patterns (a WorkQueue consumer cannot promise that for
 //    overlapping filters such as 'ts.*.y' and 'ts.fwd.>').
-//  - A blocked Get/Take subscribes to the pattern's subjects (core NATS sees every publish) and
-//    looks again when one arrives, and at least every 50 ms (a put that races the subscription is
-//    found then).
+//  - A blocked Get/Take waits on a watch of the pattern's subjects (a core NATS subscription, kept
+//    for the connection's life and shared by every waiter on that pattern) and looks again when a
+//    matching put arrives, and at least every 50 ms (for a put whose notice raced the look).
+//    Subscriptions are never destroyed while the connection is open: libnats 3.4.1 can crash when
+//    one is destroyed while a message for it is being delivered (nats.c issue 637, fixed in 3.5).
 //  - Requests that fail because the connection is down are retried until the call's deadline
 //    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples.
 // Thread-safe: one connection shared by every thread of the process.
@@ -26,8 +28,9 @@
 #include <nats/nats.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -77,6 +80,16 @@ class NatsSpace final : public Space {
 
  private:
   struct Head;  // a tuple's message: sequence, key, inline value or chunk list
+  // Puts seen on one pattern's subjects, for the getters waiting on it.
+  struct Watch {
+    std::mutex mu;
+    std::condition_variable cv;
+    uint64_t puts = 0;  // GUARDED_BY(mu)
+    natsSubscription* sub = nullptr;
+  };
+  static void OnWatchedPut(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
+  // The watch of `filter`, made on first use; null when kMaxWatches exist (then getters poll).
+  Watch* WatchFor(const std::string& filter);
   NatsSpace(std::string uri, NatsSpaceOptions options);
   Status Connect();
   Status EnsureStream(const std::string& name, const std::string& subjects);
@@ -105,8 +118,6 @@ class NatsSpace final : public Space {
   Deadline NonBlocking() const;
   Status CancelledStatus() const;
   std::string TupleFilter(const Pattern& pattern) const;
-  uint64_t StartFor(const std::string& filter);
-  void NoteFirstMatch(const std::string& filter, uint64_t seq);
 
   const std::string uri_;
   const NatsSpaceOptions options_;
@@ -121,8 +132,7 @@ class NatsSpace final : public Space {
   std::atomic<bool> closed_{false};
 
   mutable std::mutex mu_;
-  std::set<natsSubscription*> waiters_;                  // GUARDED_BY(mu_): blocked getters
-  std::unordered_map<std::string, uint64_t> first_seq_;  // GUARDED_BY(mu_): see StartFor
+  std::unordered_map<std::string, std::unique_ptr<Watch>> watches_;  // GUARDED_BY(mu_)
   uint64_t bytes_estimate_ = 0;                          // GUARDED_BY(mu_): see WaitForRoom
   Clock::time_point estimate_at_{};                      // GUARDED_BY(mu_)
 
