@@ -126,9 +126,11 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   const std::string handlers = std::to_string(a.handlers);
   auto command_of = [&](const Child& c) {
     if (c.role == "manager") {
-      return std::vector<std::string>{exe,        "manager", a.config, "--space", child_uri,
-                                      "--job-id", kJobId,    "--name", c.name,    "--handlers",
-                                      handlers,   "--out",   a.out};
+      std::vector<std::string> args = {exe,        "manager", a.config, "--space", child_uri,
+                                       "--job-id", kJobId,    "--name", c.name,    "--handlers",
+                                       handlers,   "--out",   a.out};
+      if (a.quiet) args.push_back("--quiet");  // else the active one prints the progress
+      return args;
     }
     return std::vector<std::string>{exe,      "handler", "--space", child_uri,
                                     "--job",  kJobId,    "--id",    std::to_string(c.id),
