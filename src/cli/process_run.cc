@@ -48,6 +48,7 @@ std::string SelfExe() {
 }
 
 pid_t Spawn(const std::vector<std::string>& args) {
+  std::fflush(nullptr);  // a child must not inherit (and print again) what is buffered here
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
@@ -140,14 +141,16 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   children.push_back({"manager", "m0"});
   children.push_back({"manager", "m1"});
   for (int h = 0; h < a.handlers; ++h) children.push_back({"handler", fmt::format("h{}", h), h});
+  const auto start = std::chrono::steady_clock::now();
+  for (Child& c : children) c.pid = Spawn(command_of(c));
+  // Once every child runs (tests/e2e/membership.sh waits for this line to join the job).
   if (!a.quiet) {
     fmt::print(
         "acan: {} on {}: 2 manager processes (one active, one standby), {} handler "
         "processes\n",
         a.config, child_uri, a.handlers);
+    std::fflush(stdout);
   }
-  const auto start = std::chrono::steady_clock::now();
-  for (Child& c : children) c.pid = Spawn(command_of(c));
 
   bool stopping = false;
   int exit_code = 0;

@@ -17,32 +17,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat > "$work/job.toml" <<'TOML'
-[model]
-layers = [12, 16, 8, 3]
-activation = "tanh"
-loss = "mse"
-init = "xavier_uniform"
-[data]
-source = "synthetic"
-samples = 2000
-shuffle = true
-[train]
-epochs = 1
-batch = 4
-lr = 0.05
-seed = 7
-[partition]
-strategy = "data"
-task_size = 2
-[runtime]
-handlers = 2
-window = 1
-space = "mem:"
-TOML
+source "$(dirname "$0")/small_job.sh"
+small_job "$work/job.toml" data 2 0 2000
 "$acan" train "$work/job.toml" --out "$work/mem" --quiet
-hash() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$1"; }
-want=$(hash "$work/mem/summary.json")
+want=$(weights_of "$work/mem/summary.json")
 
 "$acan" train "$work/job.toml" --space nats:local --processes 1 --out "$work/run" > "$work/train.log" 2>&1 &
 sup=$!
@@ -54,14 +32,11 @@ for _ in $(seq 1 200); do
   sleep 0.1
 done
 [[ -n "$url" ]] || { echo "FAIL: no server address in the log" >&2; cat "$work/train.log" >&2; exit 1; }
-# Wait for the first steps, so the joiners join a running job.
-for _ in $(seq 1 300); do
-  grep -q 'step [1-9]' "$work/train.log" && break
-  sleep 0.1
-done
+# The banner comes once every child is started: the job is under way from here (the progress
+# line is not printed when the output is not a terminal).
 
 victim=$(ps -o pid=,args= --ppid "$sup" | awk '/ handler .*--id 0/ {print $1; exit}')
-[[ -n "$victim" ]] || { echo "FAIL: no handler child of the supervisor" >&2; exit 1; }
+[[ -n "$victim" ]] || { echo "FAIL: no handler child of the supervisor" >&2; ps -o pid=,args= --ppid "$sup" >&2; cat "$work/train.log" >&2; exit 1; }
 kill -KILL "$victim"
 
 "$acan" handler --space "$url" --job job --id 9 > "$work/h9.log" 2>&1 &
@@ -70,7 +45,7 @@ pids+=("$h9")
 "$acan" handler --space "$url" --job job --id 10 > "$work/h10.log" 2>&1 &
 h10=$!
 pids+=("$h10")
-sleep 2
+sleep 1
 kill -TERM "$h10"
 wait "$h10" || { echo "FAIL: a handler stopped by SIGTERM exited non-zero" >&2; cat "$work/h10.log" >&2; exit 1; }
 grep -q 'left the job' "$work/h10.log" || { echo "FAIL: $(cat "$work/h10.log")" >&2; exit 1; }
@@ -91,6 +66,6 @@ print(f"the joined handler ran {m.group(1)} tasks, its first {m.group(2)} s afte
 s = json.load(open(sys.argv[2]))
 assert s["processes"]["restarts"]["h0"] >= 1, s["processes"]
 PY
-got=$(hash "$work/run/summary.json")
+got=$(weights_of "$work/run/summary.json")
 [[ "$got" == "$want" ]] || { echo "FAIL: weights $got differ from the mem: run's $want" >&2; exit 1; }
 echo "membership: join, SIGTERM leave and SIGKILL restart; weights bitwise the mem: run's"

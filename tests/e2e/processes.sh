@@ -9,45 +9,19 @@ acan=${1:?usage: $0 ACAN_BINARY}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-job() {  # job STRATEGY TASK_SIZE STAGES: a small MLP, 8 steps of 4 rows
-  cat > "$work/$1.toml" <<TOML
-[model]
-layers = [12, 16, 8, 3]
-activation = "tanh"
-loss = "mse"
-init = "xavier_uniform"
-[data]
-source = "synthetic"
-samples = 32
-shuffle = true
-[train]
-epochs = 1
-batch = 4
-lr = 0.05
-seed = 7
-[partition]
-strategy = "$1"
-task_size = $2
-stages = $3
-[runtime]
-handlers = 2
-window = 1
-space = "mem:"
-TOML
-}
-hash() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$1"; }
+source "$(dirname "$0")/small_job.sh"
 
 # A fixed task size each: 0 (automatic) lets the controller pick it from measured speed, and a
 # different partition is different arithmetic.
 for spec in "data 2 0" "tiles 8 0" "pipeline 2 2" "chain 2 0"; do
   set -- $spec
-  job "$1" "$2" "$3"
+  small_job "$work/$1.toml" "$1" "$2" "$3" 32
   "$acan" train "$work/$1.toml" --out "$work/$1-mem" --quiet
-  want=$(hash "$work/$1-mem/summary.json")
+  want=$(weights_of "$work/$1-mem/summary.json")
   for n in 1 2 4; do
     out="$work/$1-p$n"
     timeout 300 "$acan" train "$work/$1.toml" --space nats:local --processes "$n" --out "$out" --quiet
-    got=$(hash "$out/summary.json")
+    got=$(weights_of "$out/summary.json")
     echo "$1, $n handler processes: $got (mem: $want)"
     if [[ "$got" != "$want" ]]; then
       echo "FAIL: $1 with $n handler processes differs from the mem: run" >&2
