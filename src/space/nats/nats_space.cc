@@ -52,12 +52,6 @@ std::string RandomId() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-int64_t MsRemaining(Deadline deadline, std::chrono::milliseconds cap) {
-  if (deadline.infinite()) return cap.count();
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.at() - Clock::now());
-  return std::clamp<int64_t>(left.count(), 1, cap.count());
-}
-
 uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0) {
   const auto* p = static_cast<const Bytef*>(data);
   while (size > 0) {
