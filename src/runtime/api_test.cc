@@ -34,13 +34,18 @@ std::string ReferenceSha(const JobConfig& job) {
   return nn::ModelSha256((*trainer)->CurrentModel());
 }
 
-std::string TempDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("acan_api_test_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+// A fresh directory, removed when the test's TempDir goes out of scope.
+struct TempDir {
+  explicit TempDir(const std::string& name)
+      : path((std::filesystem::temp_directory_path() /
+              ("acan_api_test_" + name + "_" + std::to_string(::getpid())))
+                 .string()) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  const std::string path;
+};
 
 TEST(ApiTest, TrainGivesTheReferenceWeightsAndReportsEveryEpoch) {
   const JobConfig job = Feasibility();
@@ -75,7 +80,8 @@ TEST(ApiTest, TrainGivesTheReferenceWeightsAndReportsEveryEpoch) {
   EXPECT_EQ(summary["weights_sha256"], r->model.Sha256());
   EXPECT_EQ(summary["tasks"]["completed"].get<int64_t>(), r->progress.tasks_completed);
 
-  const std::string dir = TempDir("artefacts");
+  const TempDir temp("artefacts");
+  const std::string& dir = temp.path;
   ASSERT_TRUE(WriteArtefacts(dir, *r).ok());
   auto saved = LoadModel(dir + "/model.safetensors");
   ASSERT_TRUE(saved.ok()) << saved.status().ToString();
@@ -102,7 +108,8 @@ TEST(ApiTest, OptionsOverrideTheJobAndBadOnesAreRefused) {
   o = {};
   o.init_path = "/nonexistent/model.safetensors";
   EXPECT_FALSE(Train(job, o).ok());
-  EXPECT_EQ(WriteArtefacts(TempDir("empty"), TrainResult{}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteArtefacts(TempDir("empty").path, TrainResult{}).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(ApiTest, ModelsRoundTripAndNameWhatIsWrong) {
@@ -116,7 +123,8 @@ TEST(ApiTest, ModelsRoundTripAndNameWhatIsWrong) {
   EXPECT_EQ(init->NumParameters(), 44 * 44 + 44 + 44 + 1);
   EXPECT_EQ(init->Sha256(), nn::ModelSha256(*nn::InitialModel(job)));
 
-  const std::string dir = TempDir("model");
+  const TempDir temp("model");
+  const std::string& dir = temp.path;
   ASSERT_TRUE(SaveModel(*init, dir + "/m.safetensors").ok());
   auto back = LoadModel(dir + "/m.safetensors");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
