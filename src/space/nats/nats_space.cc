@@ -431,28 +431,38 @@ Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max
                                               Deadline deadline) {
   const std::string filter = TupleFilter(pattern);
   std::vector<Tuple> out;
+  // An error after some tuples were taken ends the pouch with those: they are gone from the space.
+  auto fail = [&](Status s) -> Result<std::vector<Tuple>> {
+    if (out.empty()) return s;
+    return std::move(out);
+  };
   for (uint64_t from = 1; out.size() < max_count;) {
-    ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(filter, from, deadline));
-    if (!head) break;
-    from = head->seq + 1;
-    ACAN_ASSIGN_OR_RETURN(bool won, DeleteHead(*head, deadline));
-    if (!won) continue;
+    auto head = FindFrom(filter, from, deadline);
+    if (!head.ok()) return fail(head.status());
+    if (!*head) break;
+    from = (*head)->seq + 1;
+    auto won = DeleteHead(**head, deadline);
+    if (!won.ok()) return fail(won.status());
+    if (!*won) continue;
     {
       std::lock_guard lock(mu_);
-      bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, head->size);
+      bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, (*head)->size);
     }
-    ACAN_ASSIGN_OR_RETURN(Value value, LoadValue(*head, deadline));
-    if (!head->chunks.empty()) {
+    auto loaded = LoadValue(**head, deadline);
+    if (!loaded.ok()) return fail(loaded.status());
+    Value value = std::move(loaded).value();
+    Head* taken = &**head;
+    if (!taken->chunks.empty()) {
       // The chunks are this taker's now; a failed purge only leaves garbage behind.
       jsOptions jo;
       jsOptions_Init(&jo);
-      const std::string id = head->chunks.substr(head->chunks.rfind(' ') + 1);
+      const std::string id = taken->chunks.substr(taken->chunks.rfind(' ') + 1);
       const std::string chunk_filter = chunk_prefix_ + id + ".>";
       jo.Stream.Purge.Subject = chunk_filter.c_str();
       (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
     }
     stats_.CountBytes(0, value.size());
-    out.push_back(Tuple{std::move(head->key), std::move(value)});
+    out.push_back(Tuple{std::move(taken->key), std::move(value)});
   }
   return out;
 }
@@ -537,7 +547,8 @@ Status NatsSpace::WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op,
     waiting_.fetch_add(1);
     if (watch) {
       std::unique_lock lock(watch->mu);
-      if (watch->cv.wait_until(lock, until, [&] { return watch->puts != seen || closed_.load(); })) {
+      if (watch->cv.wait_until(lock, until,
+                               [&] { return watch->puts != seen || closed_.load(); })) {
         wakeups_.fetch_add(1);
       }
     } else {
