@@ -291,7 +291,9 @@ TYPED_TEST_P(SpaceConformance, AgreesWithALinearModel) {
       auto r = s->Read(p);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_EQ(r->has_value(), !expected.empty()) << p.str();
-      if (r->has_value()) EXPECT_EQ((*r)->value.AsString(), expected[0]) << p.str();
+      if (r->has_value()) {
+        EXPECT_EQ((*r)->value.AsString(), expected[0]) << p.str();
+      }
     } else if (op < 9) {
       const size_t n = 1 + pick(3);
       auto taken = s->Take(p, n, Deadline::Now());
