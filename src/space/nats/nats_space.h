@@ -133,8 +133,8 @@ class NatsSpace final : public Space {
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Watch>> watches_;  // GUARDED_BY(mu_)
-  uint64_t bytes_estimate_ = 0;                          // GUARDED_BY(mu_): see WaitForRoom
-  Clock::time_point estimate_at_{};                      // GUARDED_BY(mu_)
+  uint64_t bytes_estimate_ = 0;      // GUARDED_BY(mu_): see WaitForRoom
+  Clock::time_point estimate_at_{};  // GUARDED_BY(mu_)
 
   std::atomic<uint64_t> waiting_{0}, wakeups_{0};
   StatsRecorder stats_;
