@@ -141,5 +141,8 @@ ACAN_EXPORT Result<JobConfig> ParseJobString(std::string_view text,
 // Checks ranges and cross-field rules (e.g. csv needs data.path). Called by the parsers; call it
 // again after overriding fields from the command line.
 ACAN_EXPORT Status ValidateJob(const JobConfig& job);
+// The job as a job file that ParseJobString reads back to the same configuration, relative paths
+// resolved against base_dir (so another process, in another directory, finds the same files).
+ACAN_EXPORT std::string ToToml(const JobConfig& job);
 
 }  // namespace acan

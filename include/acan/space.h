@@ -5,7 +5,8 @@
 //    limit Put waits (back-pressure) until its deadline, then fails with ResourceExhausted.
 //  - Read is non-blocking and returns the oldest match, or nothing. Get takes the oldest match,
 //    waiting until the deadline (Timeout). Take takes up to n matches (a pouch), waiting for the
-//    first one; ReadAll returns every match. Among matches, insertion order.
+//    first one; ReadAll returns every match. Among matches, insertion order. Erase removes every
+//    match without returning it (a put racing with it may or may not be removed).
 //  - Close wakes every waiter with Cancelled; afterwards every call fails with Cancelled.
 //  - A Space is thread-safe: any number of threads may call any method concurrently.
 // Backends are opened by URI ("mem:", "nats://host:port") through a registry keyed by scheme.
@@ -55,7 +56,7 @@ struct ACAN_EXPORT LatencyHistogram {
   uint64_t QuantileNs(double q) const;
 };
 
-enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kCount };
+enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kErase, kCount };
 ACAN_EXPORT std::string_view SpaceOpName(SpaceOp op);
 
 struct SpaceStats {
@@ -92,6 +93,14 @@ class ACAN_EXPORT Space {
                                           Deadline deadline) = 0;
   // Every match (at most `limit`), oldest first; non-blocking.
   virtual Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit = SIZE_MAX) = 0;
+  // Removes every match present when called, without returning the values; non-blocking; how
+  // many it removed. The default takes them; a backend that can drop tuples where they are
+  // stored, without moving their values (NATS: a purge), overrides it.
+  virtual Result<size_t> Erase(const Pattern& pattern);
+  // True when a Put that returns Ok is known to be stored (a JetStream acknowledgement), so
+  // reading it back to confirm it landed (what the runtime does for writes it cannot lose) tells
+  // nothing more. False by default: a put may land late or be lost after returning Ok.
+  virtual bool AcknowledgesPuts() const { return false; }
   virtual void Close() = 0;
   virtual SpaceStats Stats() const = 0;
   virtual const std::string& uri() const = 0;
@@ -110,6 +119,7 @@ class ACAN_EXPORT Space {
   Result<std::vector<Tuple>> ReadAll(const Key& key, size_t limit = SIZE_MAX) {
     return ReadAll(Pattern::Exactly(key), limit);
   }
+  Result<size_t> Erase(const Key& key) { return Erase(Pattern::Exactly(key)); }
 };
 
 using SpaceFactory =

@@ -66,12 +66,32 @@ struct ManagerOptions {
   std::optional<Model> init_model;
   std::string init_path;
   std::stop_token stop;  // stop as if killed: the lease lapses and a standby takes over
+  // A new job's handlers make each step's input rows from their own copy of the data (the same
+  // files, checked by a SHA-256 of the rows) instead of reading them from the space: what a
+  // network wants, since the space then carries parameters and gradients, not pixels. Fixed
+  // when the job is made; the weights are bitwise the same either way.
+  bool handlers_read_data = false;
+  // When set, the manager that finishes the job writes this metrics.csv: a row every half second
+  // while it was active (throughput, task size, pouch, timeouts, each handler's tasks and work
+  // from its done reports), as `acan train` writes for an in-process run.
+  std::string metrics_csv;
   std::function<void(const TrainProgress&)> on_progress;  // after every step it applies
 };
 
 struct ManagerReport {
   bool job_finished = false;   // false: it stopped on its token first
   bool was_active = false;     // it held the lease at some point
+  bool applied_last_step = false;  // it finished the job (a standby may find it finished)
+  // A chain job with task_size 0 over a network space: the grain this manager chose when it made
+  // the job (steps 0 otherwise), and the two figures it came from (runtime/grain.h).
+  struct Grain {
+    int64_t steps = 0;     // mini-batches per task
+    double step_ms = 0;    // one mini-batch's compute here
+    double move_ms = 0;    // the model put and read once through the space
+  } grain;
+  // From when it last took the lease to the end: the training time, without loading the data or
+  // waiting as a standby.
+  double active_s = 0;
   TrainProgress progress;      // the job's, as stored in the space at the end
   std::optional<Model> model;  // the trained model, when the job is finished
 };

@@ -65,6 +65,7 @@ struct ManagerArgs {
   int64_t lease_ms = 1000;
   std::string init;
   std::string out;
+  std::string inputs = "local";
   bool quiet = false;
 };
 
@@ -98,6 +99,12 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   j["updates"] = {{"versions_applied", p.versions_applied}};
   j["manager_takeovers"] = p.manager_takeovers;
   j["manager_wall_s"] = wall_s;
+  j["train_s"] = r.active_s;
+  if (r.grain.steps > 0) {
+    j["grain"] = {{"steps_per_task", r.grain.steps},
+                  {"step_ms", r.grain.step_ms},
+                  {"model_move_ms", r.grain.move_ms}};
+  }
   j["weights_sha256"] = r.model->Sha256();
   auto eval = Evaluate(*r.model, job);
   if (eval.ok()) {
@@ -121,6 +128,12 @@ int RunManagerCommand(const ManagerArgs& a) {
   o.handlers = a.handlers.value_or(0);
   o.lease = std::chrono::milliseconds(a.lease_ms);
   o.init_path = a.init;
+  o.handlers_read_data = a.inputs == "local";
+  if (!a.out.empty()) {
+    std::error_code ec;
+    fs::create_directories(a.out, ec);  // CheckOutputDir said it can be
+    o.metrics_csv = (fs::path(a.out) / "metrics.csv").string();
+  }
   o.stop = signals.token();
   RunPrinter printer(a.quiet);
   o.on_progress = printer.on_progress;
@@ -133,7 +146,7 @@ int RunManagerCommand(const ManagerArgs& a) {
     if (!a.quiet) fmt::print(stderr, "acan: manager {} stopped before the job ended\n", o.name);
     return 3;
   }
-  if (r->was_active && r->model && !a.out.empty()) {
+  if (r->applied_last_step && r->model && !a.out.empty()) {
     ManagerArgs named = a;
     named.name = o.name;
     if (Status s = WriteManagerArtefacts(named, *job, *r, wall_s); !s.ok()) return Fail(s);
@@ -188,6 +201,11 @@ void AddManagerCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", a->out,
                   "Directory for model.safetensors and summary.json, written by the manager that "
                   "finishes the job");
+  cmd->add_option("--inputs", a->inputs,
+                  "Where a new job's handlers get each step's rows: local (from their own copy "
+                  "of the data, checked by its SHA-256) or space (put there by the manager)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "space"}));
   cmd->add_flag("--quiet", a->quiet, "No progress lines");
   cmd->callback([a, exit_code] { *exit_code = RunManagerCommand(*a); });
 }

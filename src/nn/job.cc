@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -466,6 +467,68 @@ Result<JobConfig> ParseJobFile(const std::string& path) {
   job.base_dir = slash == std::string::npos ? "" : path.substr(0, slash);
   if (slash == 0) job.base_dir = "/";
   return job;
+}
+
+std::string ToToml(const JobConfig& job) {
+  auto ints = [](const std::vector<int64_t>& v) {
+    toml::array a;
+    for (int64_t x : v) a.push_back(x);
+    return a;
+  };
+  toml::array speeds;
+  for (double x : job.chaos.speeds) speeds.push_back(x);
+  auto path = [&](const std::string& p) {
+    return p.empty() ? p : std::filesystem::absolute(job.Resolve(p)).lexically_normal().string();
+  };
+  toml::table model{{"layers", ints(job.model.layers)},
+                    {"activation", std::string(ToString(job.model.activation))},
+                    {"loss", std::string(ToString(job.model.loss))},
+                    {"init", job.model.init == "xavier_uniform" || job.model.init == "kaiming_uniform" ||
+                                     job.model.init == "zeros"
+                                 ? job.model.init
+                                 : path(job.model.init)}};
+  toml::table data{{"source", std::string(ToString(job.data.source))},
+                   {"samples", job.data.samples},
+                   {"limit", job.data.limit},
+                   {"path", path(job.data.path)},
+                   {"images", path(job.data.images)},
+                   {"labels", path(job.data.labels)},
+                   {"shuffle", job.data.shuffle},
+                   {"scale", std::string(ToString(job.data.scale))},
+                   {"standardize", job.data.standardize},
+                   {"test_path", path(job.data.test_path)},
+                   {"test_images", path(job.data.test_images)},
+                   {"test_labels", path(job.data.test_labels)},
+                   {"test_limit", job.data.test_limit}};
+  toml::table train{{"epochs", job.train.epochs},
+                    {"batch", job.train.batch},
+                    {"lr", job.train.lr},
+                    {"momentum", job.train.momentum},
+                    {"lr_decay", job.train.lr_decay},
+                    {"lr_decay_steps", job.train.lr_decay_steps},
+                    {"seed", static_cast<int64_t>(job.train.seed)}};
+  toml::table partition{{"strategy", std::string(ToString(job.partition.strategy))},
+                        {"task_size", job.partition.task_size},
+                        {"stages", job.partition.stages}};
+  toml::table runtime{{"handlers", job.runtime.handlers},
+                      {"window", job.runtime.window},
+                      {"space", job.runtime.space}};
+  toml::table root{{"model", std::move(model)},     {"data", std::move(data)},
+                   {"train", std::move(train)},     {"partition", std::move(partition)},
+                   {"runtime", std::move(runtime)}};
+  if (job.chaos.enabled) {
+    root.insert("chaos",
+                toml::table{{"speeds", std::move(speeds)},
+                            {"speed_change_s", job.chaos.speed_change_s},
+                            {"crash_interval_s", job.chaos.crash_interval_s},
+                            {"crash_probability", job.chaos.crash_probability},
+                            {"crash_manager", job.chaos.crash_manager},
+                            {"speed_change_steps", job.chaos.speed_change_steps},
+                            {"crash_interval_steps", job.chaos.crash_interval_steps}});
+  }
+  std::ostringstream out;
+  out << toml::toml_formatter(root);
+  return out.str();
 }
 
 }  // namespace acan

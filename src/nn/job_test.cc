@@ -175,5 +175,58 @@ TEST(JobTest, ExampleJobFilesParse) {
   }
 }
 
+// What another process reads back from ToToml is the same job: every field, paths absolute.
+TEST(JobTest, ToTomlReadsBackToTheSameJob) {
+  auto parsed = ParseJobString(kDesignJob);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  JobConfig job = *parsed;
+  job.model.layers = {3, 5, 2};
+  job.data.source = DataSource::kCsv;
+  job.data.path = "rows.csv";
+  job.data.test_path = "/abs/test.csv";
+  job.base_dir = "/some/dir";
+  job.train.lr = 0.1 + 1e-12;  // needs all 17 digits
+  job.train.momentum = 0.9;
+  job.train.lr_decay = 0.85;
+  job.train.lr_decay_steps = 469;
+  job.train.seed = 123456789;
+  job.partition.strategy = Strategy::kChain;
+  job.partition.task_size = 7;
+  job.runtime.space = "nats:local?storage=file";
+  job.chaos.speeds = {1, 2.5};
+  job.chaos.crash_interval_steps = 3;
+  auto back = ParseJobString(ToToml(job), "round-trip");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << ToToml(job);
+  EXPECT_EQ(back->model.layers, job.model.layers);
+  EXPECT_EQ(back->model.activation, job.model.activation);
+  EXPECT_EQ(back->model.loss, job.model.loss);
+  EXPECT_EQ(back->model.init, "xavier_uniform");
+  EXPECT_EQ(back->data.source, DataSource::kCsv);
+  EXPECT_EQ(back->data.path, "/some/dir/rows.csv");
+  EXPECT_EQ(back->data.test_path, "/abs/test.csv");
+  EXPECT_EQ(back->data.samples, job.data.samples);
+  EXPECT_EQ(back->data.shuffle, job.data.shuffle);
+  EXPECT_EQ(back->train.epochs, job.train.epochs);
+  EXPECT_EQ(back->train.batch, job.train.batch);
+  EXPECT_EQ(back->train.lr, job.train.lr);
+  EXPECT_EQ(back->train.momentum, job.train.momentum);
+  EXPECT_EQ(back->train.lr_decay, job.train.lr_decay);
+  EXPECT_EQ(back->train.lr_decay_steps, job.train.lr_decay_steps);
+  EXPECT_EQ(back->train.seed, job.train.seed);
+  EXPECT_EQ(back->partition.strategy, Strategy::kChain);
+  EXPECT_EQ(back->partition.task_size, 7);
+  EXPECT_EQ(back->runtime.handlers, job.runtime.handlers);
+  EXPECT_EQ(back->runtime.window, job.runtime.window);
+  EXPECT_EQ(back->runtime.space, job.runtime.space);
+  EXPECT_TRUE(back->chaos.enabled);
+  EXPECT_EQ(back->chaos.speeds, job.chaos.speeds);
+  EXPECT_EQ(back->chaos.crash_interval_steps, 3);
+  EXPECT_EQ(back->chaos.crash_manager, job.chaos.crash_manager);
+  job.chaos.enabled = false;
+  auto plain = ParseJobString(ToToml(job), "round-trip");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->chaos.enabled);
+}
+
 }  // namespace
 }  // namespace acan::nn

@@ -187,12 +187,12 @@ Status WriteSafetensors(const std::string& path, const TensorMap& tensors) {
   return Status::Ok();
 }
 
-std::string TensorsSha256(const TensorMap& tensors) {
+namespace {
+template <typename Parts>
+std::string Sha256Hex(const Parts& parts) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  for (const auto& [name, t] : tensors) {
-    EVP_DigestUpdate(ctx.get(), t.data.data(), t.data.size() * sizeof(float));
-  }
+  for (std::span<const float> p : parts) EVP_DigestUpdate(ctx.get(), p.data(), p.size_bytes());
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);
@@ -203,6 +203,17 @@ std::string TensorsSha256(const TensorMap& tensors) {
     hex.push_back(kHex[md[i] & 15]);
   }
   return hex;
+}
+}  // namespace
+
+std::string TensorsSha256(const TensorMap& tensors) {
+  std::vector<std::span<const float>> parts;
+  for (const auto& [name, t] : tensors) parts.emplace_back(t.data);
+  return Sha256Hex(parts);
+}
+
+std::string FloatsSha256(std::initializer_list<std::span<const float>> parts) {
+  return Sha256Hex(parts);
 }
 
 }  // namespace acan::nn

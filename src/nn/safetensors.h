@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,5 +29,7 @@ Status WriteSafetensors(const std::string& path, const TensorMap& tensors);
 // SHA-256 (lowercase hex) of the tensors' float32 little-endian bytes, concatenated in name order
 // (std::string's < on the names); names and shapes are not hashed.
 std::string TensorsSha256(const TensorMap& tensors);
+// SHA-256 (hex) of the bytes of `parts`, one after the other.
+std::string FloatsSha256(std::initializer_list<std::span<const float>> parts);
 
 }  // namespace acan::nn

@@ -192,6 +192,7 @@ TEST(ApiTest, AManagerAndHandlersRunAsSeparateRolesGiveTheReferenceWeights) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_TRUE(m->job_finished);
   EXPECT_TRUE(m->was_active);
+  EXPECT_TRUE(m->applied_last_step);
   EXPECT_EQ(steps_seen, 80);
   ASSERT_TRUE(m->model.has_value());
   EXPECT_EQ(m->model->Sha256(), ReferenceSha(job));
@@ -249,6 +250,8 @@ TEST(ApiTest, TwoManagersStartedTogetherRunTheJobOnce) {
     EXPECT_EQ(managers[m]->model->Sha256(), reference);
   }
   EXPECT_TRUE(managers[0]->was_active || managers[1]->was_active);
+  // One of them applied the last step (and would write the artefacts); the other found it done.
+  EXPECT_NE(managers[0]->applied_last_step, managers[1]->applied_last_step);
 }
 
 TEST(ApiTest, StopTokensEndTheRolesEarly) {

@@ -180,15 +180,14 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
   return j;
 }
 
-namespace {
-Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
+Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& rows,
+                       const std::vector<int>& handler_ids) {
   std::ofstream out(path);
-  size_t handlers = run.handlers.size();
+  const size_t handlers = handler_ids.size();
   out << "t_s,samples_per_s,step,task_size,pouch,completion_rate,mean_timeout_ms";
-  for (size_t h = 0; h < handlers; ++h)
-    out << ",h" << h << "_tasks,h" << h << "_work_s,h" << h << "_speed";
+  for (int id : handler_ids) out << ",h" << id << "_tasks,h" << id << "_work,h" << id << "_speed";
   out << ",handler_crashes,manager_crashes,timeouts_ms\n";
-  for (const MetricsRow& r : run.metrics) {
+  for (const MetricsRow& r : rows) {
     out << fmt::format("{:.3f},{:.1f},{},{},{},{:.3f},{:.3f}", r.t_s, r.samples_per_s, r.step,
                        r.task_size, r.pouch, r.completion_rate, r.mean_timeout_ms);
     for (size_t h = 0; h < handlers; ++h) {
@@ -206,6 +205,13 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
   }
   if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", path));
   return Status::Ok();
+}
+
+namespace {
+Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
+  std::vector<int> ids(run.handlers.size());
+  for (size_t h = 0; h < ids.size(); ++h) ids[h] = static_cast<int>(h);
+  return WriteMetricsCsv(path, run.metrics, ids);
 }
 }  // namespace
 

@@ -25,6 +25,11 @@ Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const
 nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
                            const RunFigures& figures);
 
+// metrics.csv: one row per sample, handler columns h<id>_tasks, h<id>_work (floats its tasks read
+// and wrote), h<id>_speed for each of `handler_ids`.
+Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& rows,
+                       const std::vector<int>& handler_ids);
+
 // Writes model.safetensors and summary.json into `dir` (created when missing).
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);
 

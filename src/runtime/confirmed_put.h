@@ -4,7 +4,9 @@
 // that reports OK has landed (DESIGN.md section 3), but a store that loses an acknowledged write,
 // or lands it late, must cost time, never the job: the put is read back, and made again while it
 // does not appear (docs/architecture.md, "Every tuple may be lost"). Extra copies of the same bytes
-// are harmless: readers take any copy, and whoever removes such a key takes every copy.
+// are harmless: readers take any copy, and whoever removes such a key takes every copy. Over a
+// space whose puts are acknowledged once stored (Space::AcknowledgesPuts: NATS JetStream) the
+// acknowledgement is the confirmation, and nothing is read back.
 #pragma once
 
 #include "acan/space.h"

@@ -39,11 +39,14 @@ class CrashableSpace final : public SpaceWrapper {
   using Space::Read;
   using Space::ReadAll;
   using Space::Take;
+  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& p) override;
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override;
+  // Through Take, which this view watches (the inner space's own Erase would bypass it).
+  Result<size_t> Erase(const Pattern& p) override { return Space::Erase(p); }
   void Close() override {}  // the space outlives a process's view of it
 
  private:

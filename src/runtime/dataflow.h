@@ -63,6 +63,8 @@ struct StepFlow {
 // Removes what a step left in the space: the step marker first (a handler whose outputs land
 // from then on finds it gone and takes them back), its inputs, queued copies of its tasks, their
 // claims and every output. Tuples of other steps stay.
-void RemoveStep(Space* space, const Layout& layout, const StepFlow& step);
+// `inputs_in_space` false: the step's inputs were never put (runtime/local_inputs.h).
+void RemoveStep(Space* space, const Layout& layout, const StepFlow& step,
+                bool inputs_in_space = true);
 
 }  // namespace acan::runtime

@@ -152,7 +152,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   if (stop.load(std::memory_order_relaxed)) {
     // Stopped before it began (its death may already have been announced and looked at): as if
     // never taken.
-    (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+    (void)space_->Erase(claim);
     return Outcome::kNotStarted;
   }
   std::vector<Value> inputs;
@@ -160,7 +160,20 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   inputs.reserve(m.input_keys.size());
   std::vector<std::string> missing;
   for (const std::string& key : m.input_keys) {
-    auto r = space_->Read(key);
+    if (LocalInputs::IsRef(key) && options_.local_inputs != nullptr) {
+      auto made = options_.local_inputs->Make(key, m.spec.step);
+      if (!made.ok()) {  // the same for every handler: the manager ends the job with it
+        DoneMessage report{m.attempt, options_.id, 0, made.status().ToString(), {}};
+        Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(report));
+        if (put.IsCancelled()) return Outcome::kLost;
+        (void)space_->Erase(claim);
+        return Outcome::kDone;
+      }
+      inputs.push_back(std::move(*made));
+      spans.push_back(inputs.back().As<float>());
+      continue;
+    }
+    auto r = LocalInputs::IsRef(key) ? Result<std::optional<Tuple>>(std::nullopt) : space_->Read(key);
     if (!r.ok() && r.status().IsCancelled()) return Outcome::kLost;
     if (!r.ok() || !r->has_value()) {
       missing.push_back(key);
@@ -176,7 +189,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
     DoneMessage report{m.attempt, options_.id, 0, "", std::move(missing)};
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(report));
     if (put.IsCancelled()) return Outcome::kLost;
-    (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+    (void)space_->Erase(claim);
     return Outcome::kDone;
   }
   std::vector<std::vector<float>> outputs;
@@ -223,7 +236,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
-  (void)space_->Take(claim, SIZE_MAX, Deadline::Now());
+  (void)space_->Erase(claim);
   // The step was cleaned up while this ran (a late copy): what was just written would stay
   // forever, so take it back. The manager closes the step before it removes the step's tuples,
   // so when the step is still open here, its clean-up is yet to come and removes them.

@@ -20,6 +20,7 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/env.h"
 #include "runtime/layout.h"
+#include "runtime/local_inputs.h"
 #include "runtime/liveness.h"
 #include "runtime/messages.h"
 #include "runtime/trace.h"
@@ -59,6 +60,9 @@ struct HandlerOptions {
   // Asked when a take finds nothing (at most once a `poll`): true ends Run (the job is over).
   // Null: never.
   std::function<bool()> until;
+  // Makes the step inputs a task names by reference (runtime/local_inputs.h); null: this handler
+  // has no copy of the data, and reports such inputs missing.
+  LocalInputs* local_inputs = nullptr;
 };
 
 class Handler {

@@ -73,6 +73,7 @@ Key Layout::StepOpen(int64_t step) const { return Make(fmt::format("{}.step.s{}"
 Key Layout::Alive(int handler) const { return Make(fmt::format("{}.alive.h{}", job_, handler)); }
 Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
+Key Layout::JobDescriptor() const { return Make(job_ + ".m.job"); }
 
 int64_t Layout::StepOf(std::string_view key) {
   const size_t dot = key.find('.');
@@ -165,8 +166,10 @@ Result<ParsedKey> Layout::Parse(const Key& key) const {
       p.kind = KeyKind::kManagerState;
     } else if (what == "lease") {
       p.kind = KeyKind::kLease;
+    } else if (what == "job") {
+      p.kind = KeyKind::kJobDescriptor;
     } else {
-      return bad("the manager's keys are m.state and m.lease");
+      return bad("the manager's keys are m.state, m.lease and m.job");
     }
   } else {
     return bad(fmt::format("unknown area '{}'", area));

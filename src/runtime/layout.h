@@ -15,6 +15,8 @@
 //                                    when the step is cleaned up)
 //   <job>.m.state                    the manager's progress (restart point)
 //   <job>.m.lease                    the single lease token: who manages the job, until when
+//   <job>.m.job                      the job file and how handlers get their inputs (a joining
+//                                    process needs only the space and the job id)
 // clang-format on
 //
 // Task and tensor keys are "<verb>.s<step>[.<tag><n>...]" (nn::Plan); state keys have no step.
@@ -44,6 +46,7 @@ enum class KeyKind {
   kStepOpen,
   kManagerState,
   kLease,
+  kJobDescriptor,
 };
 
 // A key of a job, taken apart. Fields that the kind has no use for keep their defaults.
@@ -86,6 +89,7 @@ class Layout {
   Key Alive(int handler) const;
   Key ManagerState() const;
   Key Lease() const;
+  Key JobDescriptor() const;
 
   // Takes apart any key the builders above make; InvalidArgument naming the key when it is not
   // one of this job's.

@@ -59,6 +59,7 @@ TEST(LayoutTest, EveryKeyParsesBackToWhatBuiltIt) {
   EXPECT_EQ(parse(layout.StepOpen(88)).kind, KeyKind::kStepOpen);
   EXPECT_EQ(parse(layout.ManagerState()).kind, KeyKind::kManagerState);
   EXPECT_EQ(parse(layout.Lease()).kind, KeyKind::kLease);
+  EXPECT_EQ(parse(layout.JobDescriptor()).kind, KeyKind::kJobDescriptor);
 }
 
 TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {

@@ -26,14 +26,12 @@ Result<ClaimState> Liveness::ClaimOf(std::string_view task_key) {
 }
 
 void Liveness::DropClaims(std::string_view task_key) {
-  for (const Tuple& c : space_->ReadAll(layout_->ClaimPattern(task_key)).value_or({})) {
-    (void)space_->Take(c.key, SIZE_MAX, Deadline::Now());
-  }
+  (void)space_->Erase(layout_->ClaimPattern(task_key));
 }
 
 Status PutRestartNotice(Space* space, const Layout& layout, int handler) {
   const Key key = layout.RestartNotice(handler);
-  (void)space->Take(key, SIZE_MAX, Deadline::Now());
+  (void)space->Erase(key);
   return space->Put(key, EncodeDoneMessage(DoneMessage{0, handler, 0, "", {}}));
 }
 

@@ -58,9 +58,16 @@ Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
 }
 
 Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
-                        const nn::Model& init) {
+                        const nn::Model& init, const JobDescriptor* descriptor) {
   ACAN_ASSIGN_OR_RETURN(auto existing, space->Read(layout.ManagerState()));
   if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
+  if (descriptor != nullptr) {
+    ACAN_ASSIGN_OR_RETURN(auto old, space->ReadAll(layout.JobDescriptor()));
+    if (old.empty()) {
+      ACAN_RETURN_IF_ERROR(
+          PutConfirmed(space, layout.JobDescriptor(), EncodeJobDescriptor(*descriptor)));
+    }
+  }
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
   for (auto& [key, tensor] : plan.InitialState(init)) {
     ACAN_RETURN_IF_ERROR(
@@ -86,6 +93,12 @@ Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
 
 Status Manager::LoadState() {
   ACAN_ASSIGN_OR_RETURN(progress_, ReadProgress(space_, layout_));
+  // How the job was made decides where its step inputs come from, for every incarnation.
+  ACAN_ASSIGN_OR_RETURN(auto descriptor, space_->Read(layout_.JobDescriptor()));
+  if (descriptor.has_value()) {
+    ACAN_ASSIGN_OR_RETURN(JobDescriptor d, DecodeJobDescriptor(descriptor->value));
+    local_inputs_ = d.local_inputs;
+  }
   progress_.total_steps = total_steps_;
   if (progress_.epochs.size() < size_t(job_->train.epochs))
     progress_.epochs.resize(job_->train.epochs);
@@ -163,6 +176,7 @@ Status Manager::Admit(int64_t step) {
   std::vector<std::string> inputs;
   for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) {
     inputs.push_back(key);
+    if (local_inputs_) continue;  // each handler makes them from its copy of the data
     if (recovering) {
       ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
       if (t.has_value()) continue;
@@ -264,7 +278,9 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   if (t.input_keys.empty()) {
     t.input_keys.reserve(t.spec.inputs.size());
     for (const std::string& in : t.spec.inputs) {
-      if (!nn::Plan::IsStateKey(in)) {
+      if (local_inputs_ && std::find(st.inputs.begin(), st.inputs.end(), in) != st.inputs.end()) {
+        t.input_keys.push_back(LocalInputs::Ref(st.plan->task_size(), in));
+      } else if (!nn::Plan::IsStateKey(in)) {
         t.input_keys.push_back(layout_.Tensor(in).str());
       } else {
         const int64_t v = t.spec.type == nn::TaskType::kUpdate
@@ -334,7 +350,9 @@ Status Manager::OnDone(const Tuple& tuple) {
   t.done = true;
   ++st.done;
   dispatcher_.OnDone();
-  if (options_.on_task_done) options_.on_task_done(t.spec.key, msg->exec_ns);
+  if (options_.on_task_done) {
+    options_.on_task_done(t.spec.key, msg->handler, msg->exec_ns, t.work);
+  }
   progress_.completed++;
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
   progress_.useful_task_s += double(msg->exec_ns) / 1e9;
@@ -360,6 +378,11 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
   const size_t self = static_cast<size_t>(&t - st.tasks.data());
   bool waits = false;
   for (const std::string& text : keys) {
+    if (LocalInputs::IsRef(text)) {
+      return Status::FailedPrecondition(fmt::format(
+          "task '{}': a handler has no local copy of the data to make input '{}' from",
+          t.spec.key, text));
+    }
     auto key = Key::Parse(text);
     auto parsed = key.ok() ? layout_.Parse(*key) : Result<ParsedKey>(key.status());
     if (!parsed.ok()) {
@@ -507,7 +530,7 @@ Status Manager::CheckDeadlines() {
 }
 
 Status Manager::CleanupStep(const ActiveStep& st) {
-  RemoveStep(space_, layout_, st);
+  RemoveStep(space_, layout_, st, !local_inputs_);
   return Status::Ok();
 }
 

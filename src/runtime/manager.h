@@ -37,6 +37,7 @@
 #include "runtime/layout.h"
 #include "runtime/lease.h"
 #include "runtime/liveness.h"
+#include "runtime/local_inputs.h"
 #include "runtime/progress.h"
 #include "runtime/trace.h"
 #include "runtime/version_store.h"
@@ -73,7 +74,9 @@ struct ManagerOptions {
   // Called when steps are admitted or finished (on the manager's thread).
   std::function<void(const FlightStatus&)> on_flight;
   // Called when a task completes for the first time (on the manager's thread).
-  std::function<void(const std::string& task_key, int64_t exec_ns)> on_task_done;
+  // `handler` ran it; `work` is nn::TaskWork of its spec.
+  std::function<void(const std::string& task_key, int handler, int64_t exec_ns, int64_t work)>
+      on_task_done;
   // Where retransmissions and take-overs are recorded; null: not traced.
   TraceRecorder* trace = nullptr;
   // The clock of deadlines, task times, the lease and claims; null: Env::Default(). A test's
@@ -90,8 +93,11 @@ class Manager {
 
   // Puts the initial state of a new job (version-0 shards, the state tuple, a free lease) unless
   // the job's state tuple is already there. Call once before the first manager runs.
+  // With `descriptor`, its tuple goes in first: how a process joining the job finds it, and
+  // whether the job's handlers make its step inputs from their own copy of the data
+  // (runtime/local_inputs.h) instead of reading them from the space.
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
-                        const nn::Model& init);
+                        const nn::Model& init, const JobDescriptor* descriptor = nullptr);
 
   // Waits for the lease (as a standby), then runs or resumes the job until every step has been
   // applied. Returns Cancelled when `crash` is set: the manager stops at once, as if killed,
@@ -156,6 +162,7 @@ class Manager {
   std::map<int64_t, nn::Plan> plans_;  // by task size
   const nn::Plan* plan_ = nullptr;     // the plan new steps use
   int64_t total_steps_ = 0;
+  bool local_inputs_ = false;  // the job's descriptor says handlers make the step inputs
 
   Progress progress_;  // persisted in the state tuple
   std::map<int64_t, ActiveStep> active_;

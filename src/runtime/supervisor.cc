@@ -117,7 +117,7 @@ void ManagerSlot::Loop() {
       }
     };
     mo.on_flight = [this](const FlightStatus& f) { telemetry_->OnFlight(f); };
-    mo.on_task_done = [this](const std::string& key, int64_t exec_ns) {
+    mo.on_task_done = [this](const std::string& key, int, int64_t exec_ns, int64_t) {
       telemetry_->OnTaskDone(key, exec_ns);
     };
     Manager manager(&view, layout_, &job_, &data_, mo);
@@ -256,7 +256,7 @@ void HandlerSlot::DropClaimsOfClosedSteps(const std::vector<Handler::AbandonedTa
   for (const Handler::AbandonedTask& t : abandoned) {
     auto open = space_->Read(layout_.StepOpen(t.step));
     if (open.ok() && !open->has_value()) {
-      (void)space_->Take(layout_.Claim(t.key, options_.id), SIZE_MAX, Deadline::Now());
+      (void)space_->Erase(layout_.Claim(t.key, options_.id));
     }
   }
 }

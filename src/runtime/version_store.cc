@@ -30,7 +30,7 @@ Status VersionStore::Load(const std::vector<std::string>& shards, int64_t oldest
   const int64_t oldest_needed = std::min(Min(), oldest_step) + 1 - window_;
   for (const auto& [shard, keys] : found) {
     for (const auto& [key, version] : keys) {
-      if (version < oldest_needed) (void)space_->Take(key, SIZE_MAX, Deadline::Now());
+      if (version < oldest_needed) (void)space_->Erase(key);
     }
   }
   return Status::Ok();
@@ -69,13 +69,14 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
     ACAN_RETURN_IF_ERROR(PutConfirmed(space_, next, proposal->value));
   }
   v = step + 1;
-  (void)space_->Take(proposal_key, SIZE_MAX, Deadline::Now());  // applied: it and any copies
+  // The proposal (and any copy) goes with the step's other outputs when the step is cleaned up,
+  // off the path from this update to the next step's tasks.
   return outcome;
 }
 
 void VersionStore::DropStale(const std::string& shard, int64_t step) {
   const int64_t stale = step + 1 - window_;
-  if (stale >= 0) (void)space_->Take(layout_->State(shard, stale), SIZE_MAX, Deadline::Now());
+  if (stale >= 0) (void)space_->Erase(layout_->State(shard, stale));
 }
 
 Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,

@@ -47,8 +47,9 @@ class VersionStore {
     kGap,        // the shard is behind `step` (an update dispatched too early: counted)
   };
   // Applies the proposal of `step` to `shard` if the shard is at version `step`: reads (does not
-  // take) the proposal, calls `before_write` (the lease check), writes version step + 1, and only
-  // then removes the proposal, so a manager that dies in between leaves it to its successor.
+  // take) the proposal, calls `before_write` (the lease check) and writes version step + 1; the
+  // proposal stays until the step is cleaned up (RemoveStep), so a manager that dies in between
+  // leaves it to its successor.
   // NotFound when the proposal is not in the space (its result was lost: run the task again).
   Result<Outcome> Apply(const std::string& shard, int64_t step,
                         const std::function<Status()>& before_write);

@@ -5,13 +5,18 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <map>
 #include <stop_token>
+#include <thread>
 
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
 #include "runtime/handler.h"
+#include "runtime/artefacts.h"
+#include "runtime/grain.h"
 #include "runtime/liveness.h"
+#include "runtime/local_inputs.h"
 #include "runtime/manager.h"
 #include "runtime/supervisor.h"
 #include "runtime/training.h"
@@ -46,6 +51,52 @@ bool JobFinished(Space& space, const runtime::Layout& layout) {
   return p.ok() && p->finished;
 }
 
+// What handler processes need to make the job's step inputs themselves: the job read back from
+// its descriptor and their own copy of its training rows, checked against the manager's.
+struct LocalData {
+  JobConfig job;
+  nn::Dataset data;
+  std::unique_ptr<runtime::LocalInputs> inputs;
+};
+
+// Waits (until `stop`) for the job to exist in the space, and loads the data when its handlers
+// make their inputs: null for a job whose inputs are in the space.
+Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& layout,
+                                           const std::stop_token& stop,
+                                           std::chrono::milliseconds poll) {
+  std::optional<Tuple> descriptor;
+  for (;;) {
+    ACAN_ASSIGN_OR_RETURN(descriptor, space.Read(layout.JobDescriptor()));
+    if (descriptor.has_value()) break;
+    Result<std::optional<Tuple>> state = space.Read(layout.ManagerState());
+    if (!state.ok()) return state.status();
+    if (state->has_value()) return std::unique_ptr<LocalData>();  // made without a descriptor: inputs in the space
+    if (stop.stop_requested()) return std::unique_ptr<LocalData>();
+    std::this_thread::sleep_for(poll);
+  }
+  ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(descriptor->value));
+  if (!d.local_inputs) return std::unique_ptr<LocalData>();
+  auto local = std::make_unique<LocalData>();
+  ACAN_ASSIGN_OR_RETURN(local->job, ParseJobString(d.job_toml, "the descriptor of job '" +
+                                                                  layout.job() + "'"));
+  auto data = nn::LoadDataset(local->job);
+  if (!data.ok()) {
+    return Status(data.status().code(),
+                  fmt::format("job '{}' has each handler read its training rows from its own copy "
+                              "of the data, and this one cannot: {}",
+                              layout.job(), data.status().message()));
+  }
+  local->data = std::move(*data);
+  if (const std::string sha = runtime::DataSha256(local->data); sha != d.data_sha256) {
+    return Status::FailedPrecondition(fmt::format(
+        "this handler's copy of job '{}''s training data differs from its manager's (SHA-256 {} "
+        "here, {} there): every handler needs the same data files",
+        layout.job(), sha.substr(0, 16), d.data_sha256.substr(0, 16)));
+  }
+  local->inputs = std::make_unique<runtime::LocalInputs>(&local->job, &local->data);
+  return local;
+}
+
 }  // namespace
 
 Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
@@ -59,6 +110,9 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     ACAN_ASSIGN_OR_RETURN(nn::TaskType type, nn::ParseTaskType(name));
     ho.capabilities.push_back(type);
   }
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<LocalData> local,
+                        JoinJob(space, layout, options.stop, options.poll));
+  if (local) ho.local_inputs = local->inputs.get();
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;
@@ -108,40 +162,116 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   std::optional<nn::Model> given;
   if (options.init_model) given = nn::FromPublicModel(*options.init_model);
   ACAN_ASSIGN_OR_RETURN(nn::Model init, runtime::InitialModelFor(job, given, options.init_path));
-  ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, job, init));
+  // The job as made, its grain included: the one in the space when it is there already (a
+  // standby, a resumed job, or another manager that made it first: the oldest descriptor wins).
+  JobConfig effective = job;
+  auto adopt = [&]() -> Result<bool> {
+    ACAN_ASSIGN_OR_RETURN(auto made, space.Read(layout.JobDescriptor()));
+    if (!made.has_value()) return false;
+    ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(made->value));
+    ACAN_ASSIGN_OR_RETURN(JobConfig first, ParseJobString(d.job_toml, "the job's descriptor"));
+    effective.partition.task_size = first.partition.task_size;
+    return true;
+  };
+  ACAN_ASSIGN_OR_RETURN(bool exists, adopt());
+  ManagerReport report;
+  if (!exists && job.partition.strategy == Strategy::kChain && job.partition.task_size == 0 &&
+      space.AcknowledgesPuts()) {
+    ACAN_ASSIGN_OR_RETURN(runtime::ChainGrain g,
+                          runtime::ChooseChainGrain(&space, layout, job, data, init));
+    effective.partition.task_size = g.steps;
+    report.grain = {g.steps, g.step_ms, g.move_ms};
+  }
+  runtime::JobDescriptor descriptor;
+  descriptor.job_toml = ToToml(effective);
+  descriptor.local_inputs = options.handlers_read_data;
+  if (descriptor.local_inputs) descriptor.data_sha256 = runtime::DataSha256(data);
+  ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, effective, init, &descriptor));
+  ACAN_RETURN_IF_ERROR(adopt().status());
 
-  runtime::RunOptions run = runtime::RunOptionsFromJob(job);
+  runtime::RunOptions run = runtime::RunOptionsFromJob(effective);
   if (options.handlers > 0) run.handlers = options.handlers;
-  run.adapt_task_size = runtime::AdaptsTaskSize(job);
+  run.adapt_task_size = runtime::AdaptsTaskSize(effective);
   run.lease = options.lease;
   runtime::ManagerOptions mo = runtime::ManagerOptionsFor(run, 0);
   mo.owner = options.name;
   const int64_t steps_per_epoch =
-      nn::Batcher(&data, nn::Plan::StepBatch(job, run.task_size, data.rows), false, 0)
+      nn::Batcher(&data, nn::Plan::StepBatch(effective, run.task_size, data.rows), false, 0)
           .BatchesPerEpoch();
-  if (options.on_progress) {
-    mo.on_step = [&](const runtime::Progress& p, const runtime::ControllerSnapshot&) {
-      options.on_progress(runtime::ToTrainProgress(p, steps_per_epoch, job.train.epochs));
-    };
-  }
-  ManagerReport report;
-  mo.on_active = [&report] { report.was_active = true; };
+  // metrics.csv: sampled after a step at most every half second, and after the last.
+  std::vector<runtime::MetricsRow> metrics;
+  std::map<int, std::pair<int64_t, int64_t>> by_handler;  // id -> tasks, work
+  std::vector<std::map<int, std::pair<int64_t, int64_t>>> handlers_at_row;
+  std::optional<Clock::time_point> active_at;
+  Clock::time_point last_row{};
+  int64_t last_samples = 0;
+  mo.on_task_done = [&](const std::string&, int handler, int64_t, int64_t work) {
+    auto& [tasks, done] = by_handler[handler];
+    ++tasks;
+    done += work;
+  };
+  mo.on_step = [&](const runtime::Progress& p, const runtime::ControllerSnapshot& c) {
+    if (p.finished) report.applied_last_step = true;
+    const auto now = Clock::now();
+    if (!options.metrics_csv.empty() && active_at &&
+        (p.finished || now - last_row >= std::chrono::milliseconds(500))) {
+      runtime::MetricsRow row;
+      row.t_s = std::chrono::duration<double>(now - *active_at).count();
+      int64_t samples = 0;
+      for (const auto& e : p.epochs) samples += e.rows;
+      const double dt = std::chrono::duration<double>(now - std::max(last_row, *active_at)).count();
+      row.samples_per_s = dt > 0 ? double(samples - last_samples) / dt : 0;
+      last_samples = samples;
+      last_row = now;
+      row.step = p.next_step;
+      row.task_size = p.task_size;
+      row.pouch = c.pouch;
+      row.completion_rate = c.completion_rate;
+      row.mean_timeout_ms = c.mean_timeout_ms;
+      row.timeouts_ms = c.timeouts_ms;
+      row.manager_crashes = p.manager_takeovers;
+      metrics.push_back(std::move(row));
+      handlers_at_row.push_back(by_handler);
+    }
+    if (options.on_progress) {
+      options.on_progress(runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs));
+    }
+  };
+  mo.on_active = [&report, &active_at] {
+    report.was_active = true;
+    active_at = Clock::now();
+  };
 
   std::atomic<bool> stop{false};
   std::stop_callback on_stop(options.stop, [&stop] { stop.store(true); });
   for (;;) {
-    runtime::Manager manager(&space, layout, &job, &data, mo);
+    runtime::Manager manager(&space, layout, &effective, &data, mo);
     Status s = manager.Run(stop);
     if (s.ok()) break;
     if (stop.load()) break;           // stopped (Cancelled), as if killed
     if (s.IsUnavailable()) continue;  // lost the lease: a standby again
     return s;
   }
+  if (active_at) report.active_s = std::chrono::duration<double>(Clock::now() - *active_at).count();
+  if (report.applied_last_step && !options.metrics_csv.empty()) {
+    // A column for every handler seen, 0 in rows before its first report.
+    std::vector<int> ids;
+    for (const auto& [id, counts] : by_handler) ids.push_back(id);
+    for (size_t r = 0; r < metrics.size(); ++r) {
+      for (int id : ids) {
+        auto it = handlers_at_row[r].find(id);
+        metrics[r].handler_tasks.push_back(it == handlers_at_row[r].end() ? 0 : it->second.first);
+        metrics[r].handler_work.push_back(it == handlers_at_row[r].end() ? 0 : it->second.second);
+        metrics[r].handler_speeds.push_back(1);  // no injected slow-down across processes
+      }
+    }
+    ACAN_RETURN_IF_ERROR(runtime::WriteMetricsCsv(options.metrics_csv, metrics, ids));
+  }
   ACAN_ASSIGN_OR_RETURN(runtime::Progress p, runtime::Manager::ReadProgress(&space, layout));
   report.job_finished = p.finished;
-  report.progress = runtime::ToTrainProgress(p, steps_per_epoch, job.train.epochs);
+  report.progress = runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs);
   if (p.finished) {
-    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, p.task_size, data.rows));
+    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(effective, p.task_size, data.rows));
     ACAN_ASSIGN_OR_RETURN(nn::Model model, runtime::ReadModel(&space, layout, plan, p.total_steps));
     report.model = nn::ToPublicModel(model);
   }

@@ -35,9 +35,12 @@ class CensusSpace final : public SpaceWrapper {
   using Space::Get;
   using Space::Put;
   using Space::Take;
+  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override;
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
+  // Through Take, which this view watches (the inner space's own Erase would bypass it).
+  Result<size_t> Erase(const Pattern& p) override { return Space::Erase(p); }
 
   Census Snapshot() const;
 

@@ -62,6 +62,7 @@ class FaultSpace final : public SpaceWrapper {
 
   using Space::Put;
   Status Put(Key key, Value value, Deadline deadline) override;
+  bool AcknowledgesPuts() const override { return false; }  // it drops and delays them
   void Close() override;
 
   const FaultCounts& counts() const { return *counts_; }

@@ -45,6 +45,8 @@ std::string_view SpaceOpName(SpaceOp op) {
       return "take";
     case SpaceOp::kReadAll:
       return "read_all";
+    case SpaceOp::kErase:
+      return "erase";
     case SpaceOp::kCount:
       break;
   }
@@ -73,6 +75,14 @@ Result<std::vector<Tuple>> Space::Take(std::string_view pattern, size_t max_coun
 Result<std::vector<Tuple>> Space::ReadAll(std::string_view pattern, size_t limit) {
   ACAN_ASSIGN_OR_RETURN(Pattern p, Pattern::Parse(pattern));
   return ReadAll(p, limit);
+}
+Result<size_t> Space::Erase(const Pattern& pattern) {
+  auto taken = Take(pattern, SIZE_MAX, Deadline::Now());
+  if (!taken.ok()) {
+    if (taken.status().IsTimeout()) return size_t{0};
+    return taken.status();
+  }
+  return taken->size();
 }
 
 // ---- URIs ----

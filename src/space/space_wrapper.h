@@ -20,6 +20,7 @@ class SpaceWrapper : public Space {
   using Space::Read;
   using Space::ReadAll;
   using Space::Take;
+  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override {
     return inner_->Put(std::move(key), std::move(value), deadline);
   }
@@ -31,6 +32,8 @@ class SpaceWrapper : public Space {
   Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
     return inner_->ReadAll(p, limit);
   }
+  Result<size_t> Erase(const Pattern& p) override { return inner_->Erase(p); }
+  bool AcknowledgesPuts() const override { return inner_->AcknowledgesPuts(); }
   void Close() override { inner_->Close(); }
   SpaceStats Stats() const override { return inner_->Stats(); }
   const std::string& uri() const override { return inner_->uri(); }

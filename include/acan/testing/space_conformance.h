@@ -356,12 +356,35 @@ TYPED_TEST_P(SpaceConformance, OverlappingTakersTakeEachTupleOnce) {
   EXPECT_EQ(s->Stats().tuples, 0u);
 }
 
+TYPED_TEST_P(SpaceConformance, EraseRemovesEveryMatchAndNothingElse) {
+  auto s = this->Open();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(s->Put("job.claim.mb.s1.h" + std::to_string(i), this->V("c")).ok());
+    ASSERT_TRUE(s->Put("job.claim.mb.s1.h0", this->V("dup")).ok());  // equal keys: all go
+  }
+  ASSERT_TRUE(s->Put("job.claim.mb.s2.h0", this->V("other step")).ok());
+  ASSERT_TRUE(s->Put("job.claim.mb.s1", this->V("shorter key")).ok());
+  auto erased = s->Erase(Pattern::Parse("job.claim.mb.s1.*").value());
+  ASSERT_TRUE(erased.ok()) << erased.status().ToString();
+  EXPECT_EQ(*erased, 6u);
+  EXPECT_EQ(s->ReadAll("job.claim.mb.s1.*")->size(), 0u);
+  EXPECT_EQ(s->ReadAll("job.>")->size(), 2u);
+  // A mid-subject wildcard, and nothing left to match.
+  EXPECT_EQ(s->Erase(Pattern::Parse("job.*.mb.s2.h0").value()).value_or(99), 1u);
+  EXPECT_EQ(s->Erase(Key::Parse("job.none").value()).value_or(99), 0u);
+  EXPECT_EQ(this->GetStr(*s, "job.claim.mb.s1"), "shorter key");
+  EXPECT_EQ(s->Stats().tuples, 0u);
+  s->Close();
+  EXPECT_TRUE(s->Erase(Key::Parse("job.x").value()).status().IsCancelled());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
                             ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
                             CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
                             BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll,
                             BlockedTakeWaitsForFirstMatch, BadInputIsRejectedAndNothingStored,
                             StatsCountOperations, AgreesWithALinearModel,
-                            OverlappingTakersTakeEachTupleOnce);
+                            OverlappingTakersTakeEachTupleOnce,
+                            EraseRemovesEveryMatchAndNothingElse);
 
 }  // namespace acan::testing

@@ -627,12 +627,12 @@ void NatsSpace::Close() {
 
 // ---- stats ----
 
-Result<uint64_t> NatsSpace::StoredBytes(uint64_t* tuples) const {
+Result<std::vector<std::pair<uint64_t, uint64_t>>> NatsSpace::SubjectCounts(
+    const std::string& filter, const char* what) const {
   jsStreamInfo* si = nullptr;
   natsStatus result = NATS_OK;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  const std::string filter = tuple_prefix_ + ">";
-  ACAN_RETURN_IF_ERROR(Retry("stats", NonBlocking(), [&] {
+  ACAN_RETURN_IF_ERROR(Retry(what, NonBlocking(), [&] {
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = options_.request_ms;
@@ -644,22 +644,77 @@ Result<uint64_t> NatsSpace::StoredBytes(uint64_t* tuples) const {
   }));
   if (result != NATS_OK) {
     jsStreamInfo_Destroy(si);
+    if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
     return Status::Unavailable(
-        fmt::format("stats of space '{}' failed: {}", uri_, NatsError(result, jerr)));
+        fmt::format("{} of space '{}' failed: {}", what, uri_, NatsError(result, jerr)));
   }
-  uint64_t bytes = 0;
-  if (tuples) *tuples = si->State.Msgs;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
   if (const jsStreamStateSubjects* subjects = si->State.Subjects) {
     for (int i = 0; i < subjects->Count; ++i) {
       std::string_view subj = subjects->List[i].Subject;
       subj.remove_prefix(std::min(subj.size(), tuple_prefix_.size()));
       uint64_t size = 0;
       std::from_chars(subj.data(), subj.data() + subj.size(), size);
-      bytes += size * subjects->List[i].Msgs;
+      out.emplace_back(size, subjects->List[i].Msgs);
     }
   }
   jsStreamInfo_Destroy(si);
+  return out;
+}
+
+Result<uint64_t> NatsSpace::StoredBytes(uint64_t* tuples) const {
+  ACAN_ASSIGN_OR_RETURN(auto counts, SubjectCounts(tuple_prefix_ + ">", "stats"));
+  uint64_t bytes = 0, n = 0;
+  for (const auto& [size, msgs] : counts) {
+    bytes += size * msgs;
+    n += msgs;
+  }
+  if (tuples) *tuples = n;
   return bytes;
+}
+
+Result<size_t> NatsSpace::Erase(const Pattern& pattern) {
+  const auto start = Clock::now();
+  auto erase = [&]() -> Result<size_t> {
+    if (closed_.load()) return CancelledStatus();
+    const std::string filter = TupleFilter(pattern);
+    ACAN_ASSIGN_OR_RETURN(auto counts, SubjectCounts(filter, "erase"));
+    uint64_t n = 0, bytes = 0;
+    bool chunked = false;
+    for (const auto& [size, msgs] : counts) {
+      n += msgs;
+      bytes += size * msgs;
+      chunked = chunked || size > chunk_bytes_;
+    }
+    if (n == 0) return size_t{0};
+    if (chunked) {
+      ACAN_ASSIGN_OR_RETURN(auto taken, TryTake(pattern, SIZE_MAX, NonBlocking()));
+      return taken.size();
+    }
+    natsStatus result = NATS_OK;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    ACAN_RETURN_IF_ERROR(Retry("erase", NonBlocking(), [&] {
+      jsOptions jo;
+      jsOptions_Init(&jo);
+      jo.Wait = options_.request_ms;
+      jo.Stream.Purge.Subject = filter.c_str();
+      jerr = static_cast<jsErrCode>(0);
+      result = js_PurgeStream(js_, options_.stream.c_str(), &jo, &jerr);
+      return result;
+    }));
+    if (result != NATS_OK) {
+      if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
+      return Status::Unavailable(fmt::format("erase of '{}' in space '{}' failed: {}",
+                                             pattern.str(), uri_, NatsError(result, jerr)));
+    }
+    std::lock_guard lock(mu_);
+    bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, bytes);
+    return static_cast<size_t>(n);
+  };
+  Result<size_t> r = erase();
+  stats_.Record(SpaceOp::kErase, start, r.ok() ? Status::Ok() : r.status());
+  if (r.ok()) stats_.CountTaken(*r);
+  return r;
 }
 
 SpaceStats NatsSpace::Stats() const {

@@ -62,12 +62,19 @@ class NatsSpace final : public Space {
   using Space::Read;
   using Space::ReadAll;
   using Space::Take;
+  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& pattern) override;
   Result<Tuple> Get(const Pattern& pattern, Deadline deadline) override;
   Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
                                   Deadline deadline) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit) override;
+  // One look at the server's per-subject counts and, when something matches, one purge by
+  // subject: no value crosses the wire. Matches with chunked values are taken instead (a purge
+  // would leave their chunks behind).
+  Result<size_t> Erase(const Pattern& pattern) override;
+  // A put returns Ok only once the server acknowledged storing it.
+  bool AcknowledgesPuts() const override { return true; }
   void Close() override;
   SpaceStats Stats() const override;
   const std::string& uri() const override { return uri_; }
@@ -109,6 +116,9 @@ class NatsSpace final : public Space {
   Status Publish(const std::string& subject, const void* data, size_t size,
                  const char* chunks_header, Deadline deadline);
   Status WaitForRoom(const Key& key, size_t size, Deadline deadline);
+  // The server's count of messages per tuple subject matching `filter`: (value size, count).
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> SubjectCounts(const std::string& filter,
+                                                                   const char* what) const;
   // Sum of the value bytes of every tuple, from the server's per-subject counts.
   Result<uint64_t> StoredBytes(uint64_t* tuples) const;
   // Runs `request` (returning natsStatus, filling *jerr) until it succeeds, fails for a reason

@@ -1,0 +1,78 @@
+#include "runtime/local_inputs.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "nn/safetensors.h"
+
+namespace acan::runtime {
+
+Value EncodeJobDescriptor(const JobDescriptor& d) {
+  nlohmann::json j = {
+      {"job", d.job_toml}, {"local_inputs", d.local_inputs}, {"data_sha256", d.data_sha256}};
+  return Value::FromString(j.dump());
+}
+
+Result<JobDescriptor> DecodeJobDescriptor(const Value& v) {
+  nlohmann::json j = nlohmann::json::parse(v.AsString(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::DataLoss("the job descriptor is not a JSON object");
+  }
+  JobDescriptor d;
+  try {
+    d.job_toml = j.at("job").get<std::string>();
+    d.local_inputs = j.at("local_inputs").get<bool>();
+    d.data_sha256 = j.at("data_sha256").get<std::string>();
+  } catch (const std::exception& e) {
+    return Status::DataLoss(std::string("the job descriptor lacks a field: ") + e.what());
+  }
+  return d;
+}
+
+std::string DataSha256(const nn::Dataset& data) {
+  const std::vector<float> shape = {float(data.rows), float(data.features),
+                                    float(data.target_width)};
+  return nn::FloatsSha256({shape, data.x, data.y});
+}
+
+std::string LocalInputs::Ref(int64_t task_size, std::string_view tensor) {
+  return fmt::format("{}{}.{}", kPrefix, task_size, tensor);
+}
+
+Result<Value> LocalInputs::Make(std::string_view ref, int64_t step) {
+  auto bad = [&] {
+    return Status::InvalidArgument(fmt::format(
+        "'{}' is not a local input reference ({}<task size>.<tensor key>)", ref, kPrefix));
+  };
+  if (!IsRef(ref)) return bad();
+  std::string_view rest = ref.substr(kPrefix.size());
+  int64_t task_size = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), task_size);
+  if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.' || task_size < 0) {
+    return bad();
+  }
+  const std::string_view tensor = rest.substr(end - rest.data() + 1);
+  auto it = grains_.find(task_size);
+  if (it == grains_.end()) {
+    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(*job_, task_size, data_->rows));
+    Grain g;
+    g.batcher = std::make_unique<nn::Batcher>(data_, plan.step_batch(), job_->data.shuffle,
+                                              job_->train.seed);
+    g.plan = std::move(plan);
+    it = grains_.emplace(task_size, std::move(g)).first;
+  }
+  Grain& g = it->second;
+  if (g.step != step) {
+    const nn::Batch batch = g.batcher->Get(step);
+    g.inputs = g.plan.StepInputs(step, g.batcher->BatchRows(step), batch.x, batch.t);
+    g.step = step;
+  }
+  for (const auto& [key, values] : g.inputs) {
+    if (key == tensor) return Value::FromVector(std::vector<float>(values));
+  }
+  return Status::NotFound(fmt::format("step {} has no input '{}'", step, tensor));
+}
+
+}  // namespace acan::runtime
