@@ -6,11 +6,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <thread>
 
 #include "acan/acan.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
+#include "runtime/local_inputs.h"
+#include "space/space_wrapper.h"
 
 namespace acan {
 namespace {
@@ -219,6 +222,76 @@ TEST(ApiTest, AManagerAndHandlersRunAsSeparateRolesGiveTheReferenceWeights) {
 
 // Two managers started at once on a new job: both create it (identical duplicates), one holds the
 // lease, the other stands by; the job finishes once, with the reference weights.
+// Counts puts of a job's step inputs (<job>.t.x.* and <job>.t.t.*), the tensors made from the data.
+class InputPutCounter final : public SpaceWrapper {
+ public:
+  explicit InputPutCounter(Space* inner) : SpaceWrapper(inner) {}
+  using Space::Put;
+  Status Put(Key key, Value value, Deadline deadline) override {
+    if (key.token_count() > 3 && key.token(1) == "t" && (key.token(2) == "x" || key.token(2) == "t")) {
+      input_puts.fetch_add(1);
+    }
+    return SpaceWrapper::Put(std::move(key), std::move(value), deadline);
+  }
+  std::atomic<int64_t> input_puts{0};
+};
+
+// Handlers that read training rows from their own copy of the data: no step input crosses the
+// space, and the weights are still bitwise the reference trainer's, for every strategy. The
+// control run (inputs put by the manager) shows the counter sees them when they do.
+TEST(ApiTest, HandlersMakingTheirInputsGiveTheReferenceWeightsWithNoInputInTheSpace) {
+  for (Strategy strategy : {Strategy::kData, Strategy::kTiles, Strategy::kPipeline,
+                            Strategy::kChain}) {
+    for (bool local : {true, false}) {
+      JobConfig job = Feasibility(24);
+      job.partition.strategy = strategy;
+      job.partition.task_size = strategy == Strategy::kTiles ? 16 : 2;
+      auto inner = OpenSpace("mem:");
+      ASSERT_TRUE(inner.ok());
+      InputPutCounter space(inner->get());
+      std::vector<std::thread> threads;
+      for (int h = 0; h < 2; ++h) {
+        threads.emplace_back([&, h] {
+          HandlerOptions ho;
+          ho.id = h;
+          auto r = RunHandler(space, "local", ho);
+          EXPECT_TRUE(r.ok()) << r.status().ToString();
+        });
+      }
+      ManagerOptions mo;
+      mo.job_id = "local";
+      mo.handlers_read_data = local;
+      auto m = RunManager(space, job, mo);
+      for (auto& t : threads) t.join();
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      ASSERT_TRUE(m->model.has_value());
+      const std::string what = std::string(ToString(strategy)) + (local ? " local" : " space");
+      EXPECT_EQ(m->model->Sha256(), ReferenceSha(job)) << what;
+      if (local) {
+        EXPECT_EQ(space.input_puts.load(), 0) << what;
+      } else {
+        EXPECT_GT(space.input_puts.load(), 0) << what;
+      }
+    }
+  }
+}
+
+// A handler whose copy of the data is not the manager's refuses to run, naming why.
+TEST(ApiTest, AHandlerWithDifferentDataRefusesToJoin) {
+  auto space = OpenSpace("mem:");
+  ASSERT_TRUE(space.ok());
+  const JobConfig job = Feasibility(24);
+  ASSERT_TRUE((*space)
+                  ->Put("other.m.job",
+                        runtime::EncodeJobDescriptor({ToToml(job), true, std::string(64, '0')}))
+                  .ok());
+  auto r = RunHandler(**space, "other", HandlerOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("differs from its manager's"), std::string::npos)
+      << r.status().ToString();
+}
+
 TEST(ApiTest, TwoManagersStartedTogetherRunTheJobOnce) {
   const JobConfig job = Feasibility(20);
   const std::string uri = "mem:?name=api-test-two-managers";

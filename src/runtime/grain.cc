@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "nn/plan.h"
 #include "runtime/probe.h"
@@ -33,9 +34,12 @@ Result<ChainGrain> ChooseChainGrain(Space* space, const Layout& layout, const Jo
   std::sort(step_ns.begin(), step_ns.end());
   // The model through the space: every shard put, then every one read, then erased.
   const auto start = Clock::now();
+  // Keys of this measurement alone: two managers of a new job may measure at once.
+  const uint64_t token = std::random_device{}() ^ uint64_t(start.time_since_epoch().count());
   std::vector<Key> keys;
   for (size_t i = 0; i < state.size(); ++i) {
-    ACAN_ASSIGN_OR_RETURN(Key key, Key::Parse(fmt::format("{}.m.grain.s{}", layout.job(), i)));
+    ACAN_ASSIGN_OR_RETURN(
+        Key key, Key::Parse(fmt::format("{}.m.grain.r{}.s{}", layout.job(), token, i)));
     ACAN_RETURN_IF_ERROR(space->Put(key, Value::FromVector(std::vector<float>(state[i].second))));
     keys.push_back(std::move(key));
   }

@@ -35,4 +35,24 @@ assert s["updates"]["versions_applied"] > 0
 PY
   done
 done
+# The chain's grain left to the manager (task_size 0): over NATS it picks the steps a task from
+# measured compute and model moves, which changes what a step is but not the weights.
+small_job "$work/chain0.toml" chain 0 0 32
+timeout 300 "$acan" train "$work/chain0.toml" --space nats:local --processes 2 --out "$work/chain0" \
+  --quiet
+/usr/bin/python3 - "$work/chain0/summary.json" "$work/chain-mem/summary.json" <<'PY'
+import json, sys
+got, want = (json.load(open(p)) for p in sys.argv[1:3])
+grain = got["grain"]
+assert grain["steps_per_task"] >= 1 and grain["step_ms"] > 0 and grain["model_move_ms"] > 0, grain
+assert got["weights_sha256"] == want["weights_sha256"], "chain with a chosen grain differs"
+print(f"chain, grain chosen ({grain}): bitwise the mem: run")
+PY
+# metrics.csv from the manager process: a header and at least one row with handler columns.
+/usr/bin/python3 - "$work/chain0/metrics.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows and int(rows[-1]["step"]) > 0, rows[:1]
+assert any(k.endswith("_tasks") and int(rows[-1][k]) > 0 for k in rows[-1]), rows[-1]
+PY
 echo "all strategies bitwise equal across 1, 2 and 4 handler processes"
