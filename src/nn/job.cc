@@ -480,13 +480,14 @@ std::string ToToml(const JobConfig& job) {
   auto path = [&](const std::string& p) {
     return p.empty() ? p : std::filesystem::absolute(job.Resolve(p)).lexically_normal().string();
   };
-  toml::table model{{"layers", ints(job.model.layers)},
-                    {"activation", std::string(ToString(job.model.activation))},
-                    {"loss", std::string(ToString(job.model.loss))},
-                    {"init", job.model.init == "xavier_uniform" || job.model.init == "kaiming_uniform" ||
-                                     job.model.init == "zeros"
-                                 ? job.model.init
-                                 : path(job.model.init)}};
+  toml::table model{
+      {"layers", ints(job.model.layers)},
+      {"activation", std::string(ToString(job.model.activation))},
+      {"loss", std::string(ToString(job.model.loss))},
+      {"init", job.model.init == "xavier_uniform" || job.model.init == "kaiming_uniform" ||
+                       job.model.init == "zeros"
+                   ? job.model.init
+                   : path(job.model.init)}};
   toml::table data{{"source", std::string(ToString(job.data.source))},
                    {"samples", job.data.samples},
                    {"limit", job.data.limit},
@@ -513,18 +514,19 @@ std::string ToToml(const JobConfig& job) {
   toml::table runtime{{"handlers", job.runtime.handlers},
                       {"window", job.runtime.window},
                       {"space", job.runtime.space}};
-  toml::table root{{"model", std::move(model)},     {"data", std::move(data)},
-                   {"train", std::move(train)},     {"partition", std::move(partition)},
+  toml::table root{{"model", std::move(model)},
+                   {"data", std::move(data)},
+                   {"train", std::move(train)},
+                   {"partition", std::move(partition)},
                    {"runtime", std::move(runtime)}};
   if (job.chaos.enabled) {
-    root.insert("chaos",
-                toml::table{{"speeds", std::move(speeds)},
-                            {"speed_change_s", job.chaos.speed_change_s},
-                            {"crash_interval_s", job.chaos.crash_interval_s},
-                            {"crash_probability", job.chaos.crash_probability},
-                            {"crash_manager", job.chaos.crash_manager},
-                            {"speed_change_steps", job.chaos.speed_change_steps},
-                            {"crash_interval_steps", job.chaos.crash_interval_steps}});
+    root.insert("chaos", toml::table{{"speeds", std::move(speeds)},
+                                     {"speed_change_s", job.chaos.speed_change_s},
+                                     {"crash_interval_s", job.chaos.crash_interval_s},
+                                     {"crash_probability", job.chaos.crash_probability},
+                                     {"crash_manager", job.chaos.crash_manager},
+                                     {"speed_change_steps", job.chaos.speed_change_steps},
+                                     {"crash_interval_steps", job.chaos.crash_interval_steps}});
   }
   std::ostringstream out;
   out << toml::toml_formatter(root);

@@ -3,10 +3,10 @@
 // weights at window 1; models survive a safetensors round trip; bad input is a clear error.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <atomic>
 #include <thread>
 
 #include "acan/acan.h"
@@ -228,7 +228,8 @@ class InputPutCounter final : public SpaceWrapper {
   explicit InputPutCounter(Space* inner) : SpaceWrapper(inner) {}
   using Space::Put;
   Status Put(Key key, Value value, Deadline deadline) override {
-    if (key.token_count() > 3 && key.token(1) == "t" && (key.token(2) == "x" || key.token(2) == "t")) {
+    if (key.token_count() > 3 && key.token(1) == "t" &&
+        (key.token(2) == "x" || key.token(2) == "t")) {
       input_puts.fetch_add(1);
     }
     return SpaceWrapper::Put(std::move(key), std::move(value), deadline);
@@ -240,8 +241,8 @@ class InputPutCounter final : public SpaceWrapper {
 // space, and the weights are still bitwise the reference trainer's, for every strategy. The
 // control run (inputs put by the manager) shows the counter sees them when they do.
 TEST(ApiTest, HandlersMakingTheirInputsGiveTheReferenceWeightsWithNoInputInTheSpace) {
-  for (Strategy strategy : {Strategy::kData, Strategy::kTiles, Strategy::kPipeline,
-                            Strategy::kChain}) {
+  for (Strategy strategy :
+       {Strategy::kData, Strategy::kTiles, Strategy::kPipeline, Strategy::kChain}) {
     for (bool local : {true, false}) {
       JobConfig job = Feasibility(24);
       job.partition.strategy = strategy;

@@ -34,12 +34,12 @@ class CrashableSpace final : public SpaceWrapper {
   // Calls made through this view so far.
   int64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
+  using Space::Erase;
   using Space::Get;
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
   using Space::Take;
-  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& p) override;
   Result<Tuple> Get(const Pattern& p, Deadline d) override;

@@ -38,8 +38,8 @@ Result<ChainGrain> ChooseChainGrain(Space* space, const Layout& layout, const Jo
   const uint64_t token = std::random_device{}() ^ uint64_t(start.time_since_epoch().count());
   std::vector<Key> keys;
   for (size_t i = 0; i < state.size(); ++i) {
-    ACAN_ASSIGN_OR_RETURN(
-        Key key, Key::Parse(fmt::format("{}.m.grain.r{}.s{}", layout.job(), token, i)));
+    ACAN_ASSIGN_OR_RETURN(Key key,
+                          Key::Parse(fmt::format("{}.m.grain.r{}.s{}", layout.job(), token, i)));
     ACAN_RETURN_IF_ERROR(space->Put(key, Value::FromVector(std::vector<float>(state[i].second))));
     keys.push_back(std::move(key));
   }

@@ -21,10 +21,10 @@
 namespace acan::runtime {
 
 struct ChainGrain {
-  int64_t steps = 0;       // mini-batches per task
-  double step_ms = 0;      // one mini-batch's compute, the median of three
-  double move_ms = 0;      // the model put once and read once through the space
-  double overhead = 0;     // the target: 2 x move_ms <= overhead x steps x step_ms
+  int64_t steps = 0;    // mini-batches per task
+  double step_ms = 0;   // one mini-batch's compute, the median of three
+  double move_ms = 0;   // the model put once and read once through the space
+  double overhead = 0;  // the target: 2 x move_ms <= overhead x steps x step_ms
 };
 
 // REQUIRES: job's strategy is chain; `init` is its initial model. Leaves nothing in the space.

@@ -173,7 +173,8 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
       spans.push_back(inputs.back().As<float>());
       continue;
     }
-    auto r = LocalInputs::IsRef(key) ? Result<std::optional<Tuple>>(std::nullopt) : space_->Read(key);
+    auto r =
+        LocalInputs::IsRef(key) ? Result<std::optional<Tuple>>(std::nullopt) : space_->Read(key);
     if (!r.ok() && r.status().IsCancelled()) return Outcome::kLost;
     if (!r.ok() || !r->has_value()) {
       missing.push_back(key);

@@ -20,8 +20,8 @@
 #include "runtime/buffer_pool.h"
 #include "runtime/env.h"
 #include "runtime/layout.h"
-#include "runtime/local_inputs.h"
 #include "runtime/liveness.h"
+#include "runtime/local_inputs.h"
 #include "runtime/messages.h"
 #include "runtime/trace.h"
 

@@ -28,9 +28,9 @@ namespace acan::runtime {
 
 // What a process needs to join a job knowing only the space and the job id.
 struct JobDescriptor {
-  std::string job_toml;     // ToToml(job)
+  std::string job_toml;       // ToToml(job)
   bool local_inputs = false;  // step inputs come from each handler's copy of the data
-  std::string data_sha256;  // of the training rows (DataSha256), when local_inputs
+  std::string data_sha256;    // of the training rows (DataSha256), when local_inputs
 };
 Value EncodeJobDescriptor(const JobDescriptor& d);
 Result<JobDescriptor> DecodeJobDescriptor(const Value& v);

@@ -379,9 +379,9 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
   bool waits = false;
   for (const std::string& text : keys) {
     if (LocalInputs::IsRef(text)) {
-      return Status::FailedPrecondition(fmt::format(
-          "task '{}': a handler has no local copy of the data to make input '{}' from",
-          t.spec.key, text));
+      return Status::FailedPrecondition(
+          fmt::format("task '{}': a handler has no local copy of the data to make input '{}' from",
+                      t.spec.key, text));
     }
     auto key = Key::Parse(text);
     auto parsed = key.ok() ? layout_.Parse(*key) : Result<ParsedKey>(key.status());

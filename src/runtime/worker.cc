@@ -12,9 +12,9 @@
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
-#include "runtime/handler.h"
 #include "runtime/artefacts.h"
 #include "runtime/grain.h"
+#include "runtime/handler.h"
 #include "runtime/liveness.h"
 #include "runtime/local_inputs.h"
 #include "runtime/manager.h"
@@ -70,15 +70,16 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
     if (descriptor.has_value()) break;
     Result<std::optional<Tuple>> state = space.Read(layout.ManagerState());
     if (!state.ok()) return state.status();
-    if (state->has_value()) return std::unique_ptr<LocalData>();  // made without a descriptor: inputs in the space
+    if (state->has_value())
+      return std::unique_ptr<LocalData>();  // made without a descriptor: inputs in the space
     if (stop.stop_requested()) return std::unique_ptr<LocalData>();
     std::this_thread::sleep_for(poll);
   }
   ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(descriptor->value));
   if (!d.local_inputs) return std::unique_ptr<LocalData>();
   auto local = std::make_unique<LocalData>();
-  ACAN_ASSIGN_OR_RETURN(local->job, ParseJobString(d.job_toml, "the descriptor of job '" +
-                                                                  layout.job() + "'"));
+  ACAN_ASSIGN_OR_RETURN(local->job,
+                        ParseJobString(d.job_toml, "the descriptor of job '" + layout.job() + "'"));
   auto data = nn::LoadDataset(local->job);
   if (!data.ok()) {
     return Status(data.status().code(),

@@ -32,10 +32,10 @@ class CensusSpace final : public SpaceWrapper {
   // Keys with fewer than class_token + 1 tokens count in class "".
   CensusSpace(std::unique_ptr<Space> inner, size_t class_token);
 
+  using Space::Erase;
   using Space::Get;
   using Space::Put;
   using Space::Take;
-  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override;
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;

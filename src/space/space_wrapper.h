@@ -15,12 +15,12 @@ class SpaceWrapper : public Space {
   // REQUIRES: `inner` outlives the wrapper (derived classes that own it keep it themselves).
   explicit SpaceWrapper(Space* inner) : inner_(inner) {}
 
+  using Space::Erase;
   using Space::Get;
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
   using Space::Take;
-  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override {
     return inner_->Put(std::move(key), std::move(value), deadline);
   }

@@ -57,12 +57,12 @@ class NatsSpace final : public Space {
   static Result<std::unique_ptr<NatsSpace>> Open(std::string uri, NatsSpaceOptions options);
   ~NatsSpace() override;
 
+  using Space::Erase;
   using Space::Get;
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
   using Space::Take;
-  using Space::Erase;
   Status Put(Key key, Value value, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& pattern) override;
   Result<Tuple> Get(const Pattern& pattern, Deadline deadline) override;
