@@ -40,6 +40,26 @@ class CrashInTask final : public EnvWrapper {
 
 }  // namespace
 
+MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::time_point start,
+                      Clock::time_point* last_at, int64_t* last_samples) {
+  const auto now = Clock::now();
+  MetricsRow row;
+  row.t_s = std::chrono::duration<double>(now - start).count();
+  int64_t samples = 0;
+  for (const auto& e : p.epochs) samples += e.rows;
+  const double dt = std::chrono::duration<double>(now - *last_at).count();
+  row.samples_per_s = dt > 0 ? double(samples - *last_samples) / dt : 0;
+  *last_samples = samples;
+  *last_at = now;
+  row.step = p.next_step;
+  row.task_size = p.task_size;
+  row.pouch = c.pouch;
+  row.completion_rate = c.completion_rate;
+  row.mean_timeout_ms = c.mean_timeout_ms;
+  row.timeouts_ms = c.timeouts_ms;
+  return row;
+}
+
 RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
                                  int64_t max_crashes) {
   auto draw = [=](int64_t who, int64_t incarnation, int64_t range) -> int64_t {
@@ -149,22 +169,8 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   auto last_t = start;
   auto next_sample = start + options.metrics_interval;
   auto sample = [&] {
-    auto now = Clock::now();
     auto [p, c] = telemetry.Latest();
-    MetricsRow row;
-    row.t_s = std::chrono::duration<double>(now - start).count();
-    int64_t samples = 0;
-    for (const auto& e : p.epochs) samples += e.rows;
-    double dt = std::chrono::duration<double>(now - last_t).count();
-    row.samples_per_s = dt > 0 ? double(samples - last_samples) / dt : 0;
-    last_samples = samples;
-    last_t = now;
-    row.step = p.next_step;
-    row.task_size = p.task_size;
-    row.pouch = c.pouch;
-    row.completion_rate = c.completion_rate;
-    row.mean_timeout_ms = c.mean_timeout_ms;
-    row.timeouts_ms = c.timeouts_ms;
+    MetricsRow row = RunMetrics(p, c, start, &last_t, &last_samples);
     for (auto& h : handlers) {
       row.handler_tasks.push_back(h->stats().tasks.load());
       row.handler_work.push_back(h->stats().work.load());

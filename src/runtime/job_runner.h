@@ -114,6 +114,11 @@ struct MetricsRow {
   int64_t manager_crashes = 0;
 };
 
+// A metrics row's run-wide fields from the progress and the controller now: `t_s` since `start`,
+// samples_per_s since the previous row (`last_at`, `last_samples`: that row's, updated).
+MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::time_point start,
+                      Clock::time_point* last_at, int64_t* last_samples);
+
 struct HandlerReport {
   int id = 0;
   int64_t tasks = 0;

@@ -216,20 +216,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     const auto now = Clock::now();
     if (!options.metrics_csv.empty() && active_at &&
         (p.finished || now - last_row >= std::chrono::milliseconds(500))) {
-      runtime::MetricsRow row;
-      row.t_s = std::chrono::duration<double>(now - *active_at).count();
-      int64_t samples = 0;
-      for (const auto& e : p.epochs) samples += e.rows;
-      const double dt = std::chrono::duration<double>(now - std::max(last_row, *active_at)).count();
-      row.samples_per_s = dt > 0 ? double(samples - last_samples) / dt : 0;
-      last_samples = samples;
-      last_row = now;
-      row.step = p.next_step;
-      row.task_size = p.task_size;
-      row.pouch = c.pouch;
-      row.completion_rate = c.completion_rate;
-      row.mean_timeout_ms = c.mean_timeout_ms;
-      row.timeouts_ms = c.timeouts_ms;
+      if (last_row < *active_at) last_row = *active_at;  // samples_per_s since it became active
+      runtime::MetricsRow row = runtime::RunMetrics(p, c, *active_at, &last_row, &last_samples);
       row.manager_crashes = p.manager_takeovers;
       metrics.push_back(std::move(row));
       handlers_at_row.push_back(by_handler);
