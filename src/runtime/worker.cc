@@ -189,6 +189,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   if (descriptor.local_inputs) descriptor.data_sha256 = runtime::DataSha256(data);
   ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, effective, init, &descriptor));
   ACAN_RETURN_IF_ERROR(adopt().status());
+  // Another manager made the job first with its own measurement: its grain is the job's.
+  if (effective.partition.task_size != report.grain.steps) report.grain = {};
 
   runtime::RunOptions run = runtime::RunOptionsFromJob(effective);
   if (options.handlers > 0) run.handlers = options.handlers;
