@@ -89,36 +89,69 @@ int64_t Plan::MicroRows(int64_t rows) const {
   return task_size_ == 0 ? rows : std::min(task_size_, rows);
 }
 
-std::vector<KeyedTensor> Plan::StepInputs(int64_t step, int64_t rows, const std::vector<float>& x,
-                                          const std::vector<float>& t) const {
-  std::vector<KeyedTensor> out;
+// Where each step input comes from: rows [r0, r1) and columns [c0, c1) of x, or of the targets.
+std::vector<Plan::InputPart> Plan::InputParts(int64_t step, int64_t rows) const {
+  std::vector<InputPart> out;
   const int64_t in = widths_[0];
   const int64_t tw = loss_ == LossKind::kMse ? widths_.back() : 1;
   if (strategy_ == Strategy::kTiles) {
     for (int64_t c = 0; c < Blocks(in, task_size_); ++c) {
       const int64_t c0 = c * task_size_, c1 = std::min(in, c0 + task_size_);
-      std::vector<float> block(rows * (c1 - c0));
-      for (int64_t r = 0; r < rows; ++r)
-        std::copy(&x[r * in + c0], &x[r * in + c1], &block[r * (c1 - c0)]);
-      out.emplace_back(S("x", step) + T('c', c), std::move(block));
+      out.push_back({S("x", step) + T('c', c), false, 0, rows, c0, c1});
     }
-    out.emplace_back(S("t", step), t);
+    out.push_back({S("t", step), true, 0, rows, 0, tw});
     return out;
   }
   if (strategy_ == Strategy::kChain) {
-    out.emplace_back(S("x", step), x);
-    out.emplace_back(S("t", step), t);
+    out.push_back({S("x", step), false, 0, rows, 0, in});
+    out.push_back({S("t", step), true, 0, rows, 0, tw});
     return out;
   }
   const int64_t m = MicroRows(rows);
   for (int64_t k = 0; k < Blocks(rows, m); ++k) {
     const int64_t a = k * m, b = std::min(rows, a + m);
-    out.emplace_back(S("x", step) + T('m', k),
-                     std::vector<float>(&x[a * in], &x[a * in] + (b - a) * in));
-    out.emplace_back(S("t", step) + T('m', k),
-                     std::vector<float>(&t[a * tw], &t[a * tw] + (b - a) * tw));
+    out.push_back({S("x", step) + T('m', k), false, a, b, 0, in});
+    out.push_back({S("t", step) + T('m', k), true, a, b, 0, tw});
   }
   return out;
+}
+
+std::vector<float> Plan::MakeInput(const InputPart& part, const std::vector<float>& x,
+                                   const std::vector<float>& t) const {
+  const std::vector<float>& from = part.targets ? t : x;
+  const int64_t width = part.targets ? (loss_ == LossKind::kMse ? widths_.back() : 1) : widths_[0];
+  const int64_t cols = part.c1 - part.c0;
+  std::vector<float> out((part.r1 - part.r0) * cols);
+  for (int64_t r = part.r0; r < part.r1; ++r) {
+    std::copy(&from[r * width + part.c0], &from[r * width + part.c1], &out[(r - part.r0) * cols]);
+  }
+  return out;
+}
+
+std::vector<KeyedTensor> Plan::StepInputs(int64_t step, int64_t rows, const std::vector<float>& x,
+                                          const std::vector<float>& t) const {
+  std::vector<KeyedTensor> out;
+  for (InputPart& part : InputParts(step, rows)) {
+    std::vector<float> tensor = MakeInput(part, x, t);
+    out.emplace_back(std::move(part.key), std::move(tensor));
+  }
+  return out;
+}
+
+std::vector<std::string> Plan::StepInputKeys(int64_t step, int64_t rows) const {
+  std::vector<std::string> out;
+  for (InputPart& part : InputParts(step, rows)) out.push_back(std::move(part.key));
+  return out;
+}
+
+Result<std::vector<float>> Plan::StepInput(int64_t step, int64_t rows, std::string_view key,
+                                           const std::vector<float>& x,
+                                           const std::vector<float>& t) const {
+  for (const InputPart& part : InputParts(step, rows)) {
+    if (part.key == key) return MakeInput(part, x, t);
+  }
+  return Status::NotFound("step " + std::to_string(step) + " has no input '" + std::string(key) +
+                          "'");
 }
 
 std::vector<std::string> Plan::MetricKeys(int64_t step, int64_t rows) const {

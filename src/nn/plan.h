@@ -77,6 +77,12 @@ class Plan {
   // its mini-batch of `rows` rows; x is rows x widths[0], t is rows x target width.
   std::vector<KeyedTensor> StepInputs(int64_t step, int64_t rows, const std::vector<float>& x,
                                       const std::vector<float>& t) const;
+  // Their keys alone, in the same order (no tensor is made).
+  std::vector<std::string> StepInputKeys(int64_t step, int64_t rows) const;
+  // The one with key `key`, bitwise the StepInputs entry; NotFound when the step has none.
+  Result<std::vector<float>> StepInput(int64_t step, int64_t rows, std::string_view key,
+                                       const std::vector<float>& x,
+                                       const std::vector<float>& t) const;
   // Every task of step `step` whose mini-batch has `rows` rows, in an order that satisfies
   // their dependencies (the reference trainer runs them in exactly this order).
   std::vector<TaskSpec> StepTasks(int64_t step, int64_t rows) const;
@@ -88,6 +94,15 @@ class Plan {
   static bool IsStateKey(std::string_view key);
 
  private:
+  // A step input: rows [r0, r1) and columns [c0, c1) of x, or of the targets.
+  struct InputPart {
+    std::string key;
+    bool targets = false;
+    int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+  };
+  std::vector<InputPart> InputParts(int64_t step, int64_t rows) const;
+  std::vector<float> MakeInput(const InputPart& part, const std::vector<float>& x,
+                               const std::vector<float>& t) const;
   TaskSpec Base(int64_t step, int64_t rows) const;
   void TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;

@@ -267,6 +267,25 @@ INSTANTIATE_TEST_SUITE_P(Strategies, PlanCase, testing::ValuesIn(Cases()), [](co
          std::to_string(c.stages) + (c.loss == LossKind::kMse ? "_mse" : "_ce");
 });
 
+// What a handler makes from its own copy of the data (runtime/local_inputs.h) is the manager's
+// tensor: the keys alone and each input made on its own agree with StepInputs, byte for byte.
+TEST_P(PlanCase, OneInputByKeyIsTheStepInputsTensor) {
+  const JobConfig job = MakeJob(GetParam());
+  Plan plan = *Plan::Create(job);
+  Dataset data = MakeSynthetic(10, 7, 4, false, 1);
+  Batch b = Batcher(&data, 10, false, 1).Get(0);
+  const std::vector<KeyedTensor> all = plan.StepInputs(12, 10, b.x, b.t);
+  const std::vector<std::string> keys = plan.StepInputKeys(12, 10);
+  ASSERT_EQ(keys.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(keys[i], all[i].first);
+    auto one = plan.StepInput(12, 10, all[i].first, b.x, b.t);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_EQ(*one, all[i].second) << all[i].first;
+  }
+  EXPECT_EQ(plan.StepInput(12, 10, "x.s13", b.x, b.t).status().code(), StatusCode::kNotFound);
+}
+
 TEST(PlanTest, TaskSpecRoundTripsThroughBytes) {
   JobConfig job = MakeJob({Strategy::kTiles, 4, 0, LossKind::kMse});
   Plan plan = *Plan::Create(job);

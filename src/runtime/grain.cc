@@ -56,7 +56,7 @@ Result<ChainGrain> ChooseChainGrain(Space* space, const Layout& layout, const Jo
   g.move_ms = std::chrono::duration<double, std::milli>(moved - start).count();
   g.overhead = overhead;
   const int64_t fewest = nn::Plan::ChainSteps(job, data.rows);
-  const int64_t epoch = (data.rows + job.train.batch - 1) / job.train.batch;
+  const int64_t epoch = batcher.BatchesPerEpoch();  // of one mini-batch a step
   const double wanted = std::ceil(2 * g.move_ms / (overhead * std::max(g.step_ms, 1e-3)));
   g.steps = std::clamp<int64_t>(static_cast<int64_t>(wanted), std::min(fewest, epoch), epoch);
   return g;

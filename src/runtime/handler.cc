@@ -159,35 +159,38 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   std::vector<std::span<const float>> spans;
   inputs.reserve(m.input_keys.size());
   std::vector<std::string> missing;
+  std::string error;  // an input it cannot make: the same on every handler, so the job's end
   for (const std::string& key : m.input_keys) {
-    if (LocalInputs::IsRef(key) && options_.local_inputs != nullptr) {
-      auto made = options_.local_inputs->Make(key, m.spec.step);
-      if (!made.ok()) {  // the same for every handler: the manager ends the job with it
-        DoneMessage report{m.attempt, options_.id, 0, made.status().ToString(), {}};
-        Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(report));
-        if (put.IsCancelled()) return Outcome::kLost;
-        (void)space_->Erase(claim);
-        return Outcome::kDone;
+    Result<std::optional<Value>> r = std::optional<Value>();  // a reference without data: missing
+    if (!LocalInputs::IsRef(key)) {
+      auto read = space_->Read(key);
+      if (!read.ok()) {
+        r = read.status();
+      } else if (read->has_value()) {
+        r = std::optional<Value>(std::move((*read)->value));
       }
-      inputs.push_back(std::move(*made));
-      spans.push_back(inputs.back().As<float>());
-      continue;
+    } else if (options_.local_inputs != nullptr) {
+      auto made = options_.local_inputs->Make(key, m.spec.step);
+      if (!made.ok()) {
+        error = made.status().ToString();
+        missing.clear();  // the error is the report
+        break;
+      }
+      r = std::optional<Value>(std::move(made).value());
     }
-    auto r =
-        LocalInputs::IsRef(key) ? Result<std::optional<Tuple>>(std::nullopt) : space_->Read(key);
     if (!r.ok() && r.status().IsCancelled()) return Outcome::kLost;
     if (!r.ok() || !r->has_value()) {
       missing.push_back(key);
       continue;
     }
-    inputs.push_back(std::move((*r)->value));
+    inputs.push_back(std::move(**r));
     spans.push_back(inputs.back().As<float>());
   }
-  if (!missing.empty()) {
-    // The step moved on (a late duplicate: the manager ignores the report) or an input was lost
-    // on its way into the space: the manager brings it back and sends the task again.
-    stats_->missing_inputs.fetch_add(1);
-    DoneMessage report{m.attempt, options_.id, 0, "", std::move(missing)};
+  if (!missing.empty() || !error.empty()) {
+    // Missing: the step moved on (a late duplicate: the manager ignores the report) or an input
+    // was lost on its way into the space: the manager brings it back and sends the task again.
+    if (error.empty()) stats_->missing_inputs.fetch_add(1);
+    DoneMessage report{m.attempt, options_.id, 0, std::move(error), std::move(missing)};
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(report));
     if (put.IsCancelled()) return Outcome::kLost;
     (void)space_->Erase(claim);

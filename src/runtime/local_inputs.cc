@@ -53,26 +53,24 @@ Result<Value> LocalInputs::Make(std::string_view ref, int64_t step) {
   if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.' || task_size < 0) {
     return bad();
   }
-  const std::string_view tensor = rest.substr(end - rest.data() + 1);
-  auto it = grains_.find(task_size);
-  if (it == grains_.end()) {
+  const std::string_view tensor_key = rest.substr(end - rest.data() + 1);
+  auto it = partitions_.find(task_size);
+  if (it == partitions_.end()) {
     ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(*job_, task_size, data_->rows));
-    Grain g;
-    g.batcher = std::make_unique<nn::Batcher>(data_, plan.step_batch(), job_->data.shuffle,
+    Partition p;
+    p.batcher = std::make_unique<nn::Batcher>(data_, plan.step_batch(), job_->data.shuffle,
                                               job_->train.seed);
-    g.plan = std::move(plan);
-    it = grains_.emplace(task_size, std::move(g)).first;
+    p.plan = std::move(plan);
+    it = partitions_.emplace(task_size, std::move(p)).first;
   }
-  Grain& g = it->second;
-  if (g.step != step) {
-    const nn::Batch batch = g.batcher->Get(step);
-    g.inputs = g.plan.StepInputs(step, g.batcher->BatchRows(step), batch.x, batch.t);
-    g.step = step;
+  Partition& p = it->second;
+  if (p.step != step) {
+    p.batch = p.batcher->Get(step);
+    p.step = step;
   }
-  for (const auto& [key, values] : g.inputs) {
-    if (key == tensor) return Value::FromVector(std::vector<float>(values));
-  }
-  return Status::NotFound(fmt::format("step {} has no input '{}'", step, tensor));
+  ACAN_ASSIGN_OR_RETURN(std::vector<float> tensor,
+                        p.plan.StepInput(step, p.batch.rows, tensor_key, p.batch.x, p.batch.t));
+  return Value::FromVector(std::move(tensor));
 }
 
 }  // namespace acan::runtime

@@ -4,11 +4,11 @@
 //
 // A job made with local inputs has no step inputs in the space: its tasks name each one by a
 // reference "@data.<task size>.<tensor key>" (not a key: '@' is no key character), and the handler
-// makes it from its copy of the dataset exactly as the manager would have (Plan::StepInputs on
+// makes it from its copy of the dataset exactly as the manager would have (Plan::StepInput on
 // Batcher::Get, the same pure functions of the job, the step and the rows), so the bytes and the
 // weights are the same as when the manager puts them. The job's descriptor tuple (<job>.m.job)
 // holds the job file and the SHA-256 of the training rows; a handler whose copy differs refuses
-// to run. LocalInputs is not thread-safe (it caches the last step's inputs): one per handler.
+// to run. LocalInputs is not thread-safe (it caches the last step's mini-batch): one per handler.
 #pragma once
 
 #include <cstdint>
@@ -54,16 +54,16 @@ class LocalInputs {
 
  private:
   static constexpr std::string_view kPrefix = "@data.";
-  struct Grain {
+  struct Partition {  // the plan of one task size, and the last step's mini-batch
     nn::Plan plan;
     std::unique_ptr<nn::Batcher> batcher;
-    int64_t step = -1;  // whose inputs `inputs` holds
-    std::vector<nn::KeyedTensor> inputs;
+    int64_t step = -1;
+    nn::Batch batch;
   };
 
   const JobConfig* job_;
   const nn::Dataset* data_;
-  std::map<int64_t, Grain> grains_;  // by task size
+  std::map<int64_t, Partition> partitions_;  // by task size
 };
 
 }  // namespace acan::runtime

@@ -173,15 +173,16 @@ Status Manager::Admit(int64_t step) {
   if (!open.has_value()) {
     ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(step), Value()));
   }
-  std::vector<std::string> inputs;
-  for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) {
-    inputs.push_back(key);
-    if (local_inputs_) continue;  // each handler makes them from its copy of the data
-    if (recovering) {
-      ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
-      if (t.has_value()) continue;
+  std::vector<std::string> inputs = plan_->StepInputKeys(step, rows);
+  // With local inputs each handler makes them from its copy of the data: none is made here.
+  if (!local_inputs_) {
+    for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) {
+      if (recovering) {
+        ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
+        if (t.has_value()) continue;
+      }
+      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
     }
-    ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
   }
   ActiveStep& st = active_[step] = StepFlow::Build(plan_, step, rows, std::move(inputs));
   for (size_t i = 0; i < st.tasks.size(); ++i) task_index_[st.tasks[i].spec.key] = {step, i};
@@ -405,11 +406,11 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
           fmt::format("task '{}' reports a missing input '{}'", t.spec.key, text));
     }
     if (std::find(st.inputs.begin(), st.inputs.end(), parsed->name) != st.inputs.end()) {
-      for (auto& [name, tensor] : InputsOf(*st.plan, st.step, st.rows)) {
-        if (name != parsed->name) continue;
-        progress_.inputs_restored++;
-        ACAN_RETURN_IF_ERROR(space_->Put(*key, Value::FromVector(std::move(tensor))));
-      }
+      const nn::Batch batch = batcher_->Get(st.step);
+      ACAN_ASSIGN_OR_RETURN(std::vector<float> tensor,
+                            st.plan->StepInput(st.step, st.rows, parsed->name, batch.x, batch.t));
+      progress_.inputs_restored++;
+      ACAN_RETURN_IF_ERROR(space_->Put(*key, Value::FromVector(std::move(tensor))));
       continue;
     }
     const std::optional<size_t> producer = st.ProducerOf(parsed->name);
@@ -541,9 +542,8 @@ Status Manager::CleanupLeftStep() {
   const int64_t step = progress_.next_step - 1;
   if (step < 0) return Status::Ok();
   const int64_t rows = batcher_->BatchRows(step);
-  std::vector<std::string> inputs;
-  for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) inputs.push_back(key);
-  return CleanupStep(StepFlow::Build(plan_, step, rows, std::move(inputs), /*encode=*/false));
+  return CleanupStep(
+      StepFlow::Build(plan_, step, rows, plan_->StepInputKeys(step, rows), /*encode=*/false));
 }
 
 Status Manager::FinalizeSteps() {

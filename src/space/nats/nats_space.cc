@@ -202,6 +202,20 @@ std::string NatsSpace::TupleFilter(const Pattern& pattern) const {
   return tuple_prefix_ + "*." + pattern.str();
 }
 
+std::string NatsSpace::ChunkSubject(std::string_view id, size_t i) const {
+  return fmt::format("{}{}.{}", chunk_prefix_, id, i);
+}
+
+Status NatsSpace::DirectGet(const std::string& stream, jsDirectGetMsgOptions* options,
+                            Deadline deadline, natsMsg** msg, natsStatus* result) const {
+  return Retry("read", deadline, [&] {
+    natsMsg_Destroy(*msg);
+    *msg = nullptr;
+    *result = js_DirectGetMsg(msg, js_, stream.c_str(), nullptr, options);
+    return *result;
+  });
+}
+
 // ---- put ----
 
 Status NatsSpace::Publish(const std::string& subject, const void* data, size_t size,
@@ -300,7 +314,7 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
   const size_t count = (size + chunk_bytes_ - 1) / chunk_bytes_;
   for (size_t i = 0; i < count; ++i) {
     const size_t offset = i * chunk_bytes_;
-    Status chunk = Publish(fmt::format("{}{}.{}", chunk_prefix_, id, i), value.data() + offset,
+    Status chunk = Publish(ChunkSubject(id, i), value.data() + offset,
                            std::min(chunk_bytes_, size - offset), nullptr, deadline);
     if (!chunk.ok()) return done(chunk);
   }
@@ -313,17 +327,12 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
 Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& filter, uint64_t from,
                                                            Deadline deadline) {
   MsgGuard got;
+  jsDirectGetMsgOptions dg;
+  jsDirectGetMsgOptions_Init(&dg);
+  dg.Sequence = from;
+  dg.NextBySubject = filter.c_str();
   natsStatus result = NATS_OK;
-  ACAN_RETURN_IF_ERROR(Retry("read", deadline, [&] {
-    jsDirectGetMsgOptions dg;
-    jsDirectGetMsgOptions_Init(&dg);
-    dg.Sequence = from;
-    dg.NextBySubject = filter.c_str();
-    natsMsg_Destroy(got.msg);
-    got.msg = nullptr;
-    result = js_DirectGetMsg(&got.msg, js_, options_.stream.c_str(), nullptr, &dg);
-    return result;
-  }));
+  ACAN_RETURN_IF_ERROR(DirectGet(options_.stream, &dg, deadline, &got.msg, &result));
   if (result == NATS_NOT_FOUND) return std::optional<Head>();
   if (result != NATS_OK) {
     if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
@@ -380,18 +389,13 @@ Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline) {
   auto buffer = std::make_shared<std::vector<std::byte>>();
   buffer->reserve(head.size);
   for (size_t i = 0; i < count; ++i) {
-    const std::string subject = fmt::format("{}{}.{}", chunk_prefix_, id, i);
+    const std::string subject = ChunkSubject(id, i);
     MsgGuard got;
+    jsDirectGetMsgOptions dg;
+    jsDirectGetMsgOptions_Init(&dg);
+    dg.LastBySubject = subject.c_str();
     natsStatus result = NATS_OK;
-    ACAN_RETURN_IF_ERROR(Retry("read", deadline, [&] {
-      jsDirectGetMsgOptions dg;
-      jsDirectGetMsgOptions_Init(&dg);
-      dg.LastBySubject = subject.c_str();
-      natsMsg_Destroy(got.msg);
-      got.msg = nullptr;
-      result = js_DirectGetMsg(&got.msg, js_, chunk_stream_.c_str(), nullptr, &dg);
-      return result;
-    }));
+    ACAN_RETURN_IF_ERROR(DirectGet(chunk_stream_, &dg, deadline, &got.msg, &result));
     if (result != NATS_OK) {
       return Status::DataLoss(fmt::format(
           "space '{}': tuple '{}' is missing chunk {} of {} ({}): the value is torn, not returned",

@@ -128,6 +128,11 @@ class NatsSpace final : public Space {
   Deadline NonBlocking() const;
   Status CancelledStatus() const;
   std::string TupleFilter(const Pattern& pattern) const;
+  std::string ChunkSubject(std::string_view id, size_t i) const;  // <stream>.c.<id>.<i>
+  // One direct get from `stream`, tried again on a lost connection until `deadline`: the server's
+  // answer in *result (NATS_OK with the message in *msg, NATS_NOT_FOUND, ...), or an error.
+  Status DirectGet(const std::string& stream, jsDirectGetMsgOptions* options, Deadline deadline,
+                   natsMsg** msg, natsStatus* result) const;
 
   const std::string uri_;
   const NatsSpaceOptions options_;
