@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,8 @@ struct TrainProgress {
   int64_t samples = 0;    // rows trained on so far
   int64_t tasks_completed = 0;
   int64_t tasks_retransmitted = 0;
+  // Why each retransmission was sent (reason -> count; docs/operations.md, summary.json `tasks`).
+  std::map<std::string, int64_t> retransmit_reasons;
   int64_t duplicates_discarded = 0;
   int64_t versions_applied = 0;  // parameter updates applied, over every shard
   int64_t manager_takeovers = 0;

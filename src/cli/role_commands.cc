@@ -95,6 +95,7 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   j["final_epoch_loss"] = p.epoch_loss;
   j["tasks"] = {{"completed", p.tasks_completed},
                 {"retransmitted", p.tasks_retransmitted},
+                {"retransmit_reasons", p.retransmit_reasons},
                 {"duplicates_discarded", p.duplicates_discarded}};
   j["updates"] = {{"versions_applied", p.versions_applied}};
   j["manager_takeovers"] = p.manager_takeovers;

@@ -98,6 +98,11 @@ void Handler::Run(const std::atomic<bool>& stop) {
 }
 
 namespace {
+// An exponentially weighted mean (0: no sample yet).
+void Smooth(double* mean, double sample) {
+  *mean = *mean == 0 ? sample : 0.8 * *mean + 0.2 * sample;
+}
+
 // CPU time this thread has used, in ms (the kernel's share of a task's wall time: the rest went
 // to other threads on its CPU or to the hypervisor).
 double ThreadCpuMs() {
@@ -142,13 +147,27 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
   // Claim it at once, so that from now on a crash here is visible in the space. The claim lasts a
-  // few times what this op has been taking here (slowed down as we are now).
+  // few times what this op has been taking here: its kernel (slowed down as we are now) and its
+  // reads and writes through the space (over a network, often the larger part).
   const double speed_now = env_->SlowDown();
-  auto ewma = exec_ns_.find(static_cast<int>(m.spec.op));
-  const auto lease = std::chrono::nanoseconds(static_cast<int64_t>(std::max(
-      double(kMinClaim.count()), 4.0 * speed_now * (ewma == exec_ns_.end() ? 0.0 : ewma->second))));
+  const int op = static_cast<int>(m.spec.op);
+  const auto lease = [&]() -> std::chrono::nanoseconds {
+    auto kernel = exec_ns_.find(op), io = io_ns_.find(op);
+    if (kernel == exec_ns_.end() || io == io_ns_.end()) return kFirstClaim;
+    return std::chrono::nanoseconds(static_cast<int64_t>(std::max(
+        double(std::chrono::nanoseconds(kMinClaim).count()),
+        4.0 * (speed_now * kernel->second + io->second))));
+  }();
   const Key claim = layout_.Claim(m.spec.key, options_.id);
   if (!PutClaim(claim, lease, false).ok()) return Outcome::kLost;
+  auto claimed_at = env_->Now();
+  // Outside the kernel (where the Env renews it) a claim half gone is renewed too, so that reads
+  // and writes slower than the hint do not let it lapse while the task is in hand.
+  auto keep_claim = [&] {
+    if (env_->Now() - claimed_at < lease / 2) return true;
+    claimed_at = env_->Now();
+    return PutClaim(claim, lease, true).ok();
+  };
   if (stop.load(std::memory_order_relaxed)) {
     // Stopped before it began (its death may already have been announced and looked at): as if
     // never taken.
@@ -196,6 +215,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
     (void)space_->Erase(claim);
     return Outcome::kDone;
   }
+  if (!keep_claim()) return Outcome::kLost;
   std::vector<std::vector<float>> outputs;
   if (options_.buffers) {
     for (int64_t n : nn::OutputSizes(m.spec)) outputs.push_back(options_.buffers->Get(size_t(n)));
@@ -210,6 +230,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   context.stop = &stop;
   context.renew_every = lease / 2;
   context.renew = [&] {
+    claimed_at = env_->Now();
     claim_lost = !PutClaim(claim, lease, true).ok();
     return !claim_lost;
   };
@@ -217,14 +238,14 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   Status s = env_->ExecuteTask(m.spec, spans, &outputs, context);
   if (claim_lost) return Outcome::kLost;
   const double cpu_ms = options_.trace ? ThreadCpuMs() - cpu0 : 0;
-  double& smoothed = exec_ns_[static_cast<int>(m.spec.op)];
-  smoothed = smoothed == 0 ? double(kernel_ns) : 0.8 * smoothed + 0.2 * double(kernel_ns);
+  Smooth(&exec_ns_[op], double(kernel_ns));
   const int64_t exec_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(env_->Now() - start).count();
   if (stop.load(std::memory_order_relaxed)) {
     stats_->lost_ns.fetch_add(exec_ns);
     return Outcome::kLost;  // crashed mid-task: nothing is reported
   }
+  if (!keep_claim()) return Outcome::kLost;
   DoneMessage done{m.attempt, options_.id, exec_ns, "", {}};
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -240,6 +261,9 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
+  // From the take to the report, less the kernel: what the claim must also cover.
+  const double held_ns = double(std::chrono::nanoseconds(Clock::now() - taken).count());
+  Smooth(&io_ns_[op], std::max(0.0, held_ns - double(exec_ns)));
   (void)space_->Erase(claim);
   // The step was cleaned up while this ran (a late copy): what was just written would stay
   // forever, so take it back. The manager closes the step before it removes the step's tuples,

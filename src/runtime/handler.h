@@ -69,6 +69,10 @@ class Handler {
  public:
   // The shortest claim lease: covers the time from taking a task to reporting it, at least.
   static constexpr std::chrono::milliseconds kMinClaim{10};
+  // The claim of an op's first task here, before any hint of how long it takes (its reads over a
+  // network may take longer than kMinClaim): a death then is still announced at once by a
+  // supervisor; only an unsupervised one is found this much later.
+  static constexpr std::chrono::milliseconds kFirstClaim{200};
 
   Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats);
 
@@ -103,7 +107,10 @@ class Handler {
   HandlerStats* stats_;
   std::vector<AbandonedTask> abandoned_;
   const Env* env_;
-  std::map<int, double> exec_ns_;  // smoothed execution time per task op, a hint for claims
+  // Per task op, smoothed, hints for claims: the kernel's time, and the rest of a task's time in
+  // hand (reading inputs, writing outputs and the report).
+  std::map<int, double> exec_ns_;
+  std::map<int, double> io_ns_;
 };
 
 }  // namespace acan::runtime

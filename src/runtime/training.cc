@@ -60,6 +60,7 @@ TrainProgress ToTrainProgress(const Progress& p, int64_t steps_per_epoch, int64_
   for (const EpochTotals& e : p.epochs) out.samples += e.rows;
   out.tasks_completed = p.completed;
   out.tasks_retransmitted = p.retransmitted;
+  out.retransmit_reasons = p.retransmit_reasons;
   out.duplicates_discarded = p.duplicates_discarded;
   out.versions_applied = p.versions_applied;
   out.manager_takeovers = p.manager_takeovers;
