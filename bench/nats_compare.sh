@@ -17,7 +17,9 @@ for k in sys.argv[2].split("."): d=d[k]
 print(d)' "$1" "$2"; }
 
 echo "== space operations"
-"$build/bench/nats_compare" --rounds 5 --seconds 1
+"$build/bench/nats_compare" --rounds 5 --seconds 1 | tee "$work/space.txt"
+# Raw libnats' 1 MiB put+take pairs a second: the rate the Fashion run's bound is taken at.
+raw_mib_pairs=$(sed -n 's/^1048576 B values: raw libnats \([0-9.]*\) pairs.*/\1/p' "$work/space.txt")
 
 echo "== Fashion-MNIST, 60000 rows, 1 epoch (469 steps of 128)"
 # data: the flagship's strategy (2 micro-batches a step); chain: whole steps on one handler, the
@@ -32,24 +34,35 @@ for strategy in data chain; do
   # train_s: from the active manager taking the lease to the last step (the handlers' loading of
   # their data copy included); the mem: run's wall_s likewise starts once the data is loaded.
   /usr/bin/python3 - "$work/$strategy-mem/summary.json" "$work/$strategy-nats/summary.json" \
-    "$strategy" <<'PY'
-import json, sys
+    "$strategy" "$raw_mib_pairs" "$work/$strategy.toml" <<'PY'
+import json, sys, tomllib
 mem, nats = (json.load(open(p)) for p in sys.argv[1:3])
+raw_mib_pairs = float(sys.argv[4])
+job = tomllib.load(open(sys.argv[5], "rb"))
 grain = nats.get("grain")
 print(f"{sys.argv[3]}: mem: 2 threads {mem['wall_s']:.2f} s; nats:local 2 processes: "
       f"train {nats['train_s']:.2f} s (whole run {nats['wall_s']:.2f} s), "
       f"ratio {nats['train_s'] / mem['wall_s']:.1f}x; bitwise equal: "
       f"{'yes' if mem['weights_sha256'] == nats['weights_sha256'] else 'NO'}; "
-      f"test accuracy {nats.get('test_accuracy')}; retransmitted {nats['tasks']['retransmitted']}"
+      f"test accuracy {nats.get('test_accuracy')}; retransmitted {nats['tasks']['retransmitted']}; "
+      f"value bytes a step in process (inputs in the space) "
+      f"{mem['space']['bytes_moved_per_step'] / 1e6:.1f} MB"
       + (f"; grain {grain['steps_per_task']} steps a task (a step {grain['step_ms']:.2f} ms, "
          f"the model moved once each way {grain['model_move_ms']:.1f} ms)" if grain else ""))
 if grain:
     # The bound its bytes and FLOPs imply: the compute (the mem: run) plus, per task, the model
-    # across the wire four times (handler read and proposal, manager read and version) at the
-    # rate measured through this space in the same run.
+    # (weights and velocities) across the wire four times (handler read and proposal, manager
+    # read and version) at raw libnats' 1 MiB rate measured above (a pair is two crossings).
+    layers = job["model"]["layers"]
+    floats = sum((a + 1) * b for a, b in zip(layers, layers[1:]))
+    model_mib = floats * 4 * (2 if job["train"].get("momentum", 0) else 1) / 2**20
     tasks = nats["tasks"]["completed"]
-    bound = mem["wall_s"] + tasks * 2 * grain["model_move_ms"] / 1e3
-    print(f"  bound {bound:.2f} s ({tasks} tasks); train time {nats['train_s'] / bound:.2f}x it")
+    crossing_s = 1 / (2 * raw_mib_pairs)
+    bound = mem["wall_s"] + tasks * 4 * model_mib * crossing_s
+    print(f"  across processes: {4 * model_mib * tasks / 469:.3f} MiB of values a step "
+          f"(4 model crossings a task, no inputs)")
+    print(f"  bound {bound:.2f} s ({tasks} tasks of a {model_mib:.2f} MiB model, "
+          f"{crossing_s * 1e3:.2f} ms a MiB crossing); train time {nats['train_s'] / bound:.2f}x it")
 PY
 done
 

@@ -74,6 +74,7 @@ Key Layout::Alive(int handler) const { return Make(fmt::format("{}.alive.h{}", j
 Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
 Key Layout::JobDescriptor() const { return Make(job_ + ".m.job"); }
+Key Layout::DataHint() const { return Make(job_ + ".m.data"); }
 
 int64_t Layout::StepOf(std::string_view key) {
   const size_t dot = key.find('.');
@@ -168,8 +169,10 @@ Result<ParsedKey> Layout::Parse(const Key& key) const {
       p.kind = KeyKind::kLease;
     } else if (what == "job") {
       p.kind = KeyKind::kJobDescriptor;
+    } else if (what == "data") {
+      p.kind = KeyKind::kDataHint;
     } else {
-      return bad("the manager's keys are m.state, m.lease and m.job");
+      return bad("the manager's keys are m.state, m.lease, m.job and m.data");
     }
   } else {
     return bad(fmt::format("unknown area '{}'", area));

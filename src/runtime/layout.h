@@ -17,6 +17,8 @@
 //   <job>.m.lease                    the single lease token: who manages the job, until when
 //   <job>.m.job                      the job file and how handlers get their inputs (a joining
 //                                    process needs only the space and the job id)
+//   <job>.m.data                     the job file, put before the manager loads its data, so that
+//                                    handlers load their copy meanwhile
 // clang-format on
 //
 // Task and tensor keys are "<verb>.s<step>[.<tag><n>...]" (nn::Plan); state keys have no step.
@@ -47,6 +49,7 @@ enum class KeyKind {
   kManagerState,
   kLease,
   kJobDescriptor,
+  kDataHint,
 };
 
 // A key of a job, taken apart. Fields that the kind has no use for keep their defaults.
@@ -90,6 +93,7 @@ class Layout {
   Key ManagerState() const;
   Key Lease() const;
   Key JobDescriptor() const;
+  Key DataHint() const;
 
   // Takes apart any key the builders above make; InvalidArgument naming the key when it is not
   // one of this job's.

@@ -60,6 +60,7 @@ TEST(LayoutTest, EveryKeyParsesBackToWhatBuiltIt) {
   EXPECT_EQ(parse(layout.ManagerState()).kind, KeyKind::kManagerState);
   EXPECT_EQ(parse(layout.Lease()).kind, KeyKind::kLease);
   EXPECT_EQ(parse(layout.JobDescriptor()).kind, KeyKind::kJobDescriptor);
+  EXPECT_EQ(parse(layout.DataHint()).kind, KeyKind::kDataHint);
 }
 
 TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {

@@ -59,12 +59,31 @@ struct LocalData {
   std::unique_ptr<runtime::LocalInputs> inputs;
 };
 
+// The training rows of the job in `toml` (a descriptor's or a data hint's), and their SHA-256.
+Result<std::pair<nn::Dataset, std::string>> LoadOwnCopy(const std::string& toml,
+                                                        const runtime::Layout& layout) {
+  ACAN_ASSIGN_OR_RETURN(JobConfig job,
+                        ParseJobString(toml, "the descriptor of job '" + layout.job() + "'"));
+  auto data = nn::LoadDataset(job);
+  if (!data.ok()) {
+    return Status(data.status().code(),
+                  fmt::format("job '{}' has each handler read its training rows from its own copy "
+                              "of the data, and this one cannot: {}",
+                              layout.job(), data.status().message()));
+  }
+  std::string sha = runtime::DataSha256(*data);
+  return std::make_pair(std::move(*data), std::move(sha));
+}
+
 // Waits (until `stop`) for the job to exist in the space, and loads the data when its handlers
-// make their inputs: null for a job whose inputs are in the space.
+// make their inputs: null for a job whose inputs are in the space. The data is loaded as soon as
+// the manager's hint (<job>.m.data) is there, while the manager loads its own, and checked once
+// the descriptor gives the manager's hash.
 Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& layout,
                                            const std::stop_token& stop,
                                            std::chrono::milliseconds poll) {
   std::optional<Tuple> descriptor;
+  std::optional<std::pair<nn::Dataset, std::string>> early;  // from the hint
   for (;;) {
     ACAN_ASSIGN_OR_RETURN(descriptor, space.Read(layout.JobDescriptor()));
     if (descriptor.has_value()) break;
@@ -73,6 +92,13 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
     if (state->has_value())
       return std::unique_ptr<LocalData>();  // made without a descriptor: inputs in the space
     if (stop.stop_requested()) return std::unique_ptr<LocalData>();
+    if (!early) {
+      ACAN_ASSIGN_OR_RETURN(auto hint, space.Read(layout.DataHint()));
+      if (hint.has_value()) {
+        ACAN_ASSIGN_OR_RETURN(early, LoadOwnCopy(std::string(hint->value.AsString()), layout));
+        continue;
+      }
+    }
     std::this_thread::sleep_for(poll);
   }
   ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(descriptor->value));
@@ -80,20 +106,18 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
   auto local = std::make_unique<LocalData>();
   ACAN_ASSIGN_OR_RETURN(local->job,
                         ParseJobString(d.job_toml, "the descriptor of job '" + layout.job() + "'"));
-  auto data = nn::LoadDataset(local->job);
-  if (!data.ok()) {
-    return Status(data.status().code(),
-                  fmt::format("job '{}' has each handler read its training rows from its own copy "
-                              "of the data, and this one cannot: {}",
-                              layout.job(), data.status().message()));
+  // The hint's rows are the descriptor's unless the job was made by another manager with other
+  // data: then they are loaded again from the descriptor.
+  if (!early || early->second != d.data_sha256) {
+    ACAN_ASSIGN_OR_RETURN(early, LoadOwnCopy(d.job_toml, layout));
   }
-  local->data = std::move(*data);
-  if (const std::string sha = runtime::DataSha256(local->data); sha != d.data_sha256) {
+  if (early->second != d.data_sha256) {
     return Status::FailedPrecondition(fmt::format(
         "this handler's copy of job '{}''s training data differs from its manager's (SHA-256 {} "
         "here, {} there): every handler needs the same data files",
-        layout.job(), sha.substr(0, 16), d.data_sha256.substr(0, 16)));
+        layout.job(), early->second.substr(0, 16), d.data_sha256.substr(0, 16)));
   }
+  local->data = std::move(early->first);
   local->inputs = std::make_unique<runtime::LocalInputs>(&local->job, &local->data);
   return local;
 }
@@ -159,6 +183,14 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(options.job_id));
   // spdlog's registry before any thread of ours may log (see RunJob).
   (void)spdlog::default_logger_raw();
+  if (options.handlers_read_data) {
+    // Handlers load their copy of the data while this manager loads its own (JoinJob).
+    ACAN_ASSIGN_OR_RETURN(auto made, space.Read(layout.JobDescriptor()));
+    ACAN_ASSIGN_OR_RETURN(auto hinted, space.Read(layout.DataHint()));
+    if (!made.has_value() && !hinted.has_value()) {
+      ACAN_RETURN_IF_ERROR(space.Put(layout.DataHint(), Value::FromString(ToToml(job))));
+    }
+  }
   ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
   std::optional<nn::Model> given;
   if (options.init_model) given = nn::FromPublicModel(*options.init_model);
@@ -188,6 +220,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   descriptor.local_inputs = options.handlers_read_data;
   if (descriptor.local_inputs) descriptor.data_sha256 = runtime::DataSha256(data);
   ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, effective, init, &descriptor));
+  (void)space.Erase(layout.DataHint());  // the descriptor says it all now
   ACAN_RETURN_IF_ERROR(adopt().status());
   // Another manager made the job first with its own measurement: its grain is the job's.
   if (effective.partition.task_size != report.grain.steps) report.grain = {};
