@@ -72,6 +72,6 @@ echo "== feasibility job, 4 handler processes over nats:local"
 "$acan" train examples/feasibility.toml --out "$work/feas-mem" --quiet
 echo "loss $(field "$work/feas-mem/summary.json" initial_loss) -> final epoch" \
      "$(field "$work/feas/summary.json" final_epoch_loss), retransmitted" \
-     "$(field "$work/feas/summary.json" tasks.retransmitted), $(field "$work/feas/summary.json" wall_s) s" \
+     "$(field "$work/feas/summary.json" tasks.retransmitted) ($(field "$work/feas/summary.json" tasks.retransmit_reasons)), $(field "$work/feas/summary.json" wall_s) s" \
      "(mem: $(field "$work/feas-mem/summary.json" wall_s) s), bitwise equal:" \
      "$([[ $(field "$work/feas/summary.json" weights_sha256) == $(field "$work/feas-mem/summary.json" weights_sha256) ]] && echo yes || echo NO)"

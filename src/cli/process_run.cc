@@ -20,6 +20,7 @@
 #include "cli/run_support.h"
 #include "runtime/layout.h"
 #include "runtime/liveness.h"
+#include "runtime/version_oracle.h"
 #include "space/nats/nats_space.h"
 
 namespace acan::cli {
@@ -123,6 +124,16 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     }
   }
   const runtime::Layout layout(kJobId);
+  // The exactly-once account kept apart from the processes that make it: every version,
+  // proposal and task of the job as it reaches the server (runtime/version_oracle.h).
+  runtime::VersionOracle oracle(kJobId, job.runtime.window);
+  auto* watched = dynamic_cast<nats::NatsSpace*>(space->get());
+  if (watched != nullptr) {
+    Status s = watched->WatchPuts(
+        Pattern::Parse(std::string(kJobId) + ".>").value(),
+        [&oracle](const Key& key, const Value& value) { oracle.OnPut(key, value); });
+    if (!s.ok()) return Fail(s);
+  }
   const std::string exe = SelfExe();
   const std::string handlers = std::to_string(a.handlers);
   auto command_of = [&](const Child& c) {
@@ -254,6 +265,21 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   summary["wall_s"] = wall_s;
   auto stats = (*space)->Stats();
   summary["space_at_end"] = {{"tuples", stats.tuples}, {"bytes", stats.bytes}};
+  if (watched != nullptr) {
+    // Shards do not depend on the task size or the rows: any plan of the job names them.
+    Status verdict = oracle.CheckJob(job, -1, 0, summary.value("steps", int64_t{0}));
+    const uint64_t dropped = watched->watch_dropped(), chunked = watched->watch_chunked();
+    if (verdict.ok() && (dropped > 0 || chunked > 0)) {
+      verdict = Status::Unavailable(
+          fmt::format("the account is incomplete: {} puts dropped, {} chunked values unseen",
+                      dropped, chunked));
+    }
+    summary["oracle"] = {{"verdict", verdict.ok() ? "ok" : verdict.ToString()},
+                         {"versions_written", oracle.versions_written()},
+                         {"version_copies", oracle.version_copies()},
+                         {"proposals_seen", oracle.proposals_seen()},
+                         {"tasks_seen", oracle.tasks_seen()}};
+  }
   if (Status s = WriteFileAtomically(summary_path.string(), summary.dump(2) + "\n"); !s.ok()) {
     return Fail(s);
   }

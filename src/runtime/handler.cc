@@ -154,9 +154,9 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>&
   const auto lease = [&]() -> std::chrono::nanoseconds {
     auto kernel = exec_ns_.find(op), io = io_ns_.find(op);
     if (kernel == exec_ns_.end() || io == io_ns_.end()) return kFirstClaim;
-    return std::chrono::nanoseconds(static_cast<int64_t>(std::max(
-        double(std::chrono::nanoseconds(kMinClaim).count()),
-        4.0 * (speed_now * kernel->second + io->second))));
+    return std::chrono::nanoseconds(
+        static_cast<int64_t>(std::max(double(std::chrono::nanoseconds(kMinClaim).count()),
+                                      4.0 * (speed_now * kernel->second + io->second))));
   }();
   const Key claim = layout_.Claim(m.spec.key, options_.id);
   if (!PutClaim(claim, lease, false).ok()) return Outcome::kLost;

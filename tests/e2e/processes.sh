@@ -2,8 +2,9 @@
 # Across processes over NATS (nats:local: a private nats-server in the run directory, stopped by
 # its PID when the run ends): at window 1, `acan train --processes N` with 1, 2 and 4 handler
 # processes gives bitwise the weights of the in-process mem: run, for the data, tiles, pipeline
-# and chain strategies; the in-process run itself is bitwise the reference trainer
-# (RuntimeStrategyTest). Usage: processes.sh ACAN_BINARY
+# and chain strategies, and the version oracle (fed by the supervisor from every put the server
+# receives) finds each update applied exactly once; the in-process run itself is bitwise the
+# reference trainer (RuntimeStrategyTest). Usage: processes.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
 work=$(mktemp -d)
@@ -32,6 +33,10 @@ import json, sys
 s, n = json.load(open(sys.argv[1])), int(sys.argv[2])
 assert s["processes"]["handlers"] == n, s["processes"]
 assert s["updates"]["versions_applied"] > 0
+# The version oracle, watching every put at the server from the supervisor: each shard's
+# versions written once, in order, each a proposal that landed before it.
+assert s["oracle"]["verdict"] == "ok", s["oracle"]
+assert s["oracle"]["versions_written"] > 0 and s["oracle"]["tasks_seen"] > 0, s["oracle"]
 PY
   done
 done

@@ -92,6 +92,7 @@ NatsSpace::~NatsSpace() {
   // can go (the other order is libnats 3.4.1's crash, nats.c issue 637).
   if (nc_) natsConnection_Close(nc_);
   for (auto& [filter, watch] : watches_) natsSubscription_Destroy(watch->sub);
+  for (auto& watch : put_watches_) natsSubscription_Destroy(watch->sub);
   jsCtx_Destroy(js_);
   natsConnection_Destroy(nc_);
 }
@@ -521,6 +522,58 @@ NatsSpace::Watch* NatsSpace::WatchFor(const std::string& filter) {
   // Only the notice matters: a slow waiter's backlog is dropped by the client, not the server.
   natsSubscription_SetPendingLimits(watch->sub, 1024, 16 << 20);
   return watches_.emplace(filter, std::move(watch)).first->second.get();
+}
+
+void NatsSpace::OnPutWatched(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  MsgGuard guard{msg};
+  auto* watch = static_cast<PutWatch*>(closure);
+  const char* chunks = nullptr;
+  if (natsMsgHeader_Get(msg, kChunksHeader, &chunks) == NATS_OK && chunks) {
+    watch->space->watch_chunked_.fetch_add(1);
+    return;
+  }
+  // <stream>.t.<size>.<key>
+  std::string_view subject = natsMsg_GetSubject(msg);
+  if (!subject.starts_with(watch->space->tuple_prefix_)) return;
+  subject.remove_prefix(watch->space->tuple_prefix_.size());
+  const size_t dot = subject.find('.');
+  if (dot == std::string_view::npos) return;
+  auto key = Key::Parse(subject.substr(dot + 1));
+  if (!key.ok()) return;
+  watch->on_put(
+      *key, Value::CopyOf(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg))));
+}
+
+Status NatsSpace::WatchPuts(const Pattern& pattern,
+                            std::function<void(const Key&, const Value&)> on_put) {
+  auto watch = std::make_unique<PutWatch>();
+  watch->space = this;
+  watch->on_put = std::move(on_put);
+  const std::string filter = TupleFilter(pattern);
+  std::lock_guard lock(mu_);
+  if (closed_.load()) return CancelledStatus();
+  natsStatus s = natsConnection_Subscribe(&watch->sub, nc_, filter.c_str(),
+                                          &NatsSpace::OnPutWatched, watch.get());
+  // Every put counts: no limit on what waits for the callback (the default drops past 64 MB).
+  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(watch->sub, -1, -1);
+  if (s == NATS_OK) s = natsConnection_Flush(nc_);  // subscribed at the server before returning
+  if (s != NATS_OK) {
+    natsSubscription_Destroy(watch->sub);
+    return Status::Unavailable(
+        fmt::format("watching '{}' in space '{}' failed: {}", filter, uri_, NatsError(s, 0)));
+  }
+  put_watches_.push_back(std::move(watch));
+  return Status::Ok();
+}
+
+uint64_t NatsSpace::watch_dropped() const {
+  std::lock_guard lock(mu_);
+  uint64_t dropped = 0;
+  for (const auto& watch : put_watches_) {
+    int64_t n = 0;
+    if (natsSubscription_GetDropped(watch->sub, &n) == NATS_OK) dropped += uint64_t(n);
+  }
+  return dropped;
 }
 
 template <typename TryOnce>

@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +80,16 @@ class NatsSpace final : public Space {
   SpaceStats Stats() const override;
   const std::string& uri() const override { return uri_; }
 
+  // Calls `on_put` with every tuple matching `pattern` put from now on by any client, in the
+  // order the server received them (a core NATS subscription beside the stream: how an observer
+  // in another process, the version oracle, sees what lands). On a libnats thread, one call at a
+  // time. Values that travel in chunks are not delivered, only counted (watch_chunked()); a
+  // subscriber too slow for the puts loses some (watch_dropped()): an account with either
+  // nonzero is incomplete. Until the space is destroyed.
+  Status WatchPuts(const Pattern& pattern, std::function<void(const Key&, const Value&)> on_put);
+  uint64_t watch_chunked() const { return watch_chunked_.load(); }
+  uint64_t watch_dropped() const;
+
   // Bytes of chunk payload per message (values above this travel in chunks).
   size_t chunk_bytes() const { return chunk_bytes_; }
   // A private server this space started ("nats:local"), stopped when the space is destroyed.
@@ -95,6 +106,12 @@ class NatsSpace final : public Space {
     natsSubscription* sub = nullptr;
   };
   static void OnWatchedPut(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
+  struct PutWatch {
+    NatsSpace* space = nullptr;
+    std::function<void(const Key&, const Value&)> on_put;
+    natsSubscription* sub = nullptr;
+  };
+  static void OnPutWatched(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
   // The watch of `filter`, made on first use; null when kMaxWatches exist (then getters poll).
   Watch* WatchFor(const std::string& filter);
   NatsSpace(std::string uri, NatsSpaceOptions options);
@@ -148,6 +165,8 @@ class NatsSpace final : public Space {
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<Watch>> watches_;  // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<PutWatch>> put_watches_;               // GUARDED_BY(mu_)
+  std::atomic<uint64_t> watch_chunked_{0};
   uint64_t bytes_estimate_ = 0;      // GUARDED_BY(mu_): see WaitForRoom
   Clock::time_point estimate_at_{};  // GUARDED_BY(mu_)
 

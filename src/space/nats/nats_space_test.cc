@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "acan/testing/space_conformance.h"
@@ -144,6 +145,47 @@ TEST(NatsSpaceTest, TwoClientsShareOneSpace) {
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].value.AsString(), "from b");
   EXPECT_EQ(a->Stats().tuples, 1u);
+}
+
+// Another client's puts reach a watcher in the order the server got them, inline values with
+// their bytes, chunked ones only counted; puts outside the pattern are not seen.
+TEST(NatsSpaceTest, WatchPutsSeesEveryClientsPutsInOrder) {
+  const std::string uri = testing::NewSpaceUri();
+  auto watcher = MustOpen(uri);
+  auto writer = MustOpen(uri);
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> seen;
+  ASSERT_TRUE(dynamic_cast<NatsSpace&>(*watcher)
+                  .WatchPuts(acan::Pattern::Parse("job.>").value(),
+                             [&](const Key& k, const Value& v) {
+                               std::lock_guard lock(mu);
+                               seen.emplace_back(k.str(), std::string(v.AsString()));
+                             })
+                  .ok());
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(
+        writer->Put("job.u.w.s" + std::to_string(i), Value::FromString(std::to_string(i))).ok());
+  }
+  ASSERT_TRUE(writer->Put("other.x", Value::FromString("not watched")).ok());
+  const size_t chunk = dynamic_cast<NatsSpace&>(*writer).chunk_bytes();
+  ASSERT_TRUE(writer->Put("job.p.big.v1", Pattern(chunk + 1, 3)).ok());
+  ASSERT_TRUE(writer->Put("job.last", Value::FromString("end")).ok());
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (seen.size() >= 51) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 51u);
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(seen[i].first, "job.u.w.s" + std::to_string(i));
+    EXPECT_EQ(seen[i].second, std::to_string(i));
+  }
+  EXPECT_EQ(seen[50].first, "job.last");
+  EXPECT_EQ(dynamic_cast<NatsSpace&>(*watcher).watch_chunked(), 1u);
+  EXPECT_EQ(dynamic_cast<NatsSpace&>(*watcher).watch_dropped(), 0u);
 }
 
 TEST(NatsSpaceTest, BadUrisAreClearErrors) {
