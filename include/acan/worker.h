@@ -76,6 +76,7 @@ struct ManagerOptions {
   // from its done reports), as `acan train` writes for an in-process run.
   std::string metrics_csv;
   std::function<void(const TrainProgress&)> on_progress;  // after every step it applies
+  std::function<void()> on_active;  // when it takes the lease and starts or resumes the job
 };
 
 struct ManagerReport {

@@ -138,6 +138,12 @@ int RunManagerCommand(const ManagerArgs& a) {
   o.stop = signals.token();
   RunPrinter printer(a.quiet);
   o.on_progress = printer.on_progress;
+  if (!a.quiet) {
+    o.on_active = [&o, &a] {
+      fmt::print("acan: manager {} holds the lease of job '{}'\n", o.name, a.job_id);
+      std::fflush(stdout);
+    };
+  }
   const auto start = std::chrono::steady_clock::now();
   auto r = RunManager(a.space, *job, o);
   if (!r.ok()) return Fail(r.status());

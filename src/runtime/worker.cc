@@ -261,9 +261,10 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       options.on_progress(runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs));
     }
   };
-  mo.on_active = [&report, &active_at] {
+  mo.on_active = [&report, &active_at, &options] {
     report.was_active = true;
     active_at = Clock::now();
+    if (options.on_active) options.on_active();
   };
 
   std::atomic<bool> stop{false};
