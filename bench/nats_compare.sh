@@ -4,7 +4,8 @@
 #  2. Fashion-MNIST, one epoch (469 steps of 128), in process on mem: with 2 handler threads
 #     against `--processes 2` over nats:local, for the data strategy (the flagship's) and for the
 #     chain strategy with the grain its manager chooses; the weights must be bitwise equal;
-#  3. the design note's feasibility job over nats:local with 4 handler processes.
+#  3. the bytes each strategy moves through the server a step, across processes;
+#  4. the design note's feasibility job over nats:local with 4 handler processes.
 # Usage: bench/nats_compare.sh [BUILD_DIR]   (needs dataset-fashion-mnist for 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +64,27 @@ if grain:
           f"(4 model crossings a task, no inputs)")
     print(f"  bound {bound:.2f} s ({tasks} tasks of a {model_mib:.2f} MiB model, "
           f"{crossing_s * 1e3:.2f} ms a MiB crossing); train time {nats['train_s'] / bound:.2f}x it")
+PY
+done
+
+echo "== bytes through the server a step, each strategy: Fashion-MNIST 6400 rows, 1 epoch, 2 handler processes"
+# Summed from every role process's own account (summary.json -> traffic), inputs made locally.
+for spec in "data 64" "tiles 128" "pipeline 64" "chain 0"; do
+  set -- $spec
+  sed -e 's/^limit = 0 .*/limit = 6400/' -e 's/^epochs = 20/epochs = 1/' \
+      -e "s/^strategy = \"data\"/strategy = \"$1\"/" -e "s/^task_size = 64 .*/task_size = $2/" \
+      examples/fashion-mnist.toml > "$work/bytes-$1.toml"
+  "$acan" train "$work/bytes-$1.toml" --space nats:local --processes 2 --out "$work/bytes-$1" \
+    --quiet > /dev/null
+  /usr/bin/python3 - "$work/bytes-$1/summary.json" "$1" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s["traffic"]
+per_batch = t["value_bytes_put"] + t["value_bytes_returned"]
+print(f"{sys.argv[2]}: {t['value_bytes_per_step'] / 1e6:.2f} MB of values a step "
+      f"({per_batch / 50 / 1e6:.2f} MB a mini-batch of 128), {t['space_calls_per_step']:.0f} "
+      f"space calls a step, {s['steps']} steps, train {s['train_s']:.2f} s, "
+      f"oracle {s['oracle']['verdict']}")
 PY
 done
 

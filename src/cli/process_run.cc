@@ -263,6 +263,25 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   procs["space"] = child_uri;
   summary["processes"] = procs;
   summary["wall_s"] = wall_s;
+  // What the role processes moved through the server: each puts its account as it exits (one
+  // killed by a signal cannot, so this counts the processes that ended on their own).
+  int64_t bytes_put = 0, bytes_returned = 0, calls = 0, reports = 0;
+  for (const Tuple& t : (*space)->ReadAll(layout.UsagePattern()).value_or({})) {
+    auto v = t.value.As<int64_t>();
+    if (v.size() != 3) continue;
+    bytes_put += v[0];
+    bytes_returned += v[1];
+    calls += v[2];
+    ++reports;
+  }
+  (void)(*space)->Erase(layout.UsagePattern());
+  const double steps = std::max<double>(1, summary.value("steps", 1.0));
+  summary["traffic"] = {{"processes_reporting", reports},
+                        {"value_bytes_put", bytes_put},
+                        {"value_bytes_returned", bytes_returned},
+                        {"value_bytes_per_step", double(bytes_put + bytes_returned) / steps},
+                        {"space_calls", calls},
+                        {"space_calls_per_step", double(calls) / steps}};
   auto stats = (*space)->Stats();
   summary["space_at_end"] = {{"tuples", stats.tuples}, {"bytes", stats.bytes}};
   if (watched != nullptr) {

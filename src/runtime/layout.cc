@@ -75,6 +75,10 @@ Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
 Key Layout::JobDescriptor() const { return Make(job_ + ".m.job"); }
 Key Layout::DataHint() const { return Make(job_ + ".m.data"); }
+Key Layout::Usage(std::string_view process) const {
+  return Make(job_ + ".usage." + std::string(process));
+}
+Pattern Layout::UsagePattern() const { return MakePattern(job_ + ".usage.*"); }
 
 int64_t Layout::StepOf(std::string_view key) {
   const size_t dot = key.find('.');
@@ -161,6 +165,10 @@ Result<ParsedKey> Layout::Parse(const Key& key) const {
     if (n != j + 2 || !s) return bad("a step marker is <job>.step.s<step>");
     p.kind = KeyKind::kStepOpen;
     p.step = *s;
+  } else if (area == "usage") {
+    if (n != j + 2) return bad("a usage tuple is <job>.usage.<process>");
+    p.kind = KeyKind::kUsage;
+    p.name = std::string(key.token(j + 1));
   } else if (area == "m" && n == j + 2) {
     const std::string_view what = key.token(j + 1);
     if (what == "state") {

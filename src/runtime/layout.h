@@ -19,6 +19,7 @@
 //                                    process needs only the space and the job id)
 //   <job>.m.data                     the job file, put before the manager loads its data, so that
 //                                    handlers load their copy meanwhile
+//   <job>.usage.<process>            a role process's traffic through the space, put as it exits
 // clang-format on
 //
 // Task and tensor keys are "<verb>.s<step>[.<tag><n>...]" (nn::Plan); state keys have no step.
@@ -50,6 +51,7 @@ enum class KeyKind {
   kLease,
   kJobDescriptor,
   kDataHint,
+  kUsage,
 };
 
 // A key of a job, taken apart. Fields that the kind has no use for keep their defaults.
@@ -94,6 +96,9 @@ class Layout {
   Key Lease() const;
   Key JobDescriptor() const;
   Key DataHint() const;
+  // REQUIRES: `process` is one key token ("h3-i2", "m1234").
+  Key Usage(std::string_view process) const;
+  Pattern UsagePattern() const;
 
   // Takes apart any key the builders above make; InvalidArgument naming the key when it is not
   // one of this job's.

@@ -61,6 +61,8 @@ TEST(LayoutTest, EveryKeyParsesBackToWhatBuiltIt) {
   EXPECT_EQ(parse(layout.Lease()).kind, KeyKind::kLease);
   EXPECT_EQ(parse(layout.JobDescriptor()).kind, KeyKind::kJobDescriptor);
   EXPECT_EQ(parse(layout.DataHint()).kind, KeyKind::kDataHint);
+  EXPECT_EQ(parse(layout.Usage("h3-i2")).kind, KeyKind::kUsage);
+  EXPECT_EQ(parse(layout.Usage("h3-i2")).name, "h3-i2");
 }
 
 TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <map>
 #include <stop_token>
@@ -122,6 +124,17 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
   return local;
 }
 
+// What this process moved through the space, for the supervisor's account of the run's traffic
+// (<job>.usage.<process>: value bytes put, value bytes returned, calls).
+void PutUsage(Space& space, const runtime::Layout& layout, const std::string& process) {
+  const SpaceStats stats = space.Stats();
+  int64_t calls = 0;
+  for (uint64_t n : stats.calls) calls += static_cast<int64_t>(n);
+  (void)space.Put(layout.Usage(process),
+                  Value::FromVector(std::vector<int64_t>{int64_t(stats.bytes_put),
+                                                         int64_t(stats.bytes_returned), calls}));
+}
+
 }  // namespace
 
 Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
@@ -150,6 +163,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   runtime::Handler handler(&space, layout, ho, &stats);
   ACAN_RETURN_IF_ERROR(handler.Announce());
   handler.Run(stop);
+  PutUsage(space, layout, fmt::format("h{}-i{}", options.id, ho.incarnation));
   HandlerReport report;
   report.id = options.id;
   report.incarnation = ho.incarnation;
@@ -278,6 +292,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     return s;
   }
   if (active_at) report.active_s = std::chrono::duration<double>(Clock::now() - *active_at).count();
+  PutUsage(space, layout, fmt::format("m{}", getpid()));
   if (report.applied_last_step && !options.metrics_csv.empty()) {
     // A column for every handler seen, 0 in rows before its first report.
     std::vector<int> ids;

@@ -37,6 +37,9 @@ assert s["updates"]["versions_applied"] > 0
 # versions written once, in order, each a proposal that landed before it.
 assert s["oracle"]["verdict"] == "ok", s["oracle"]
 assert s["oracle"]["versions_written"] > 0 and s["oracle"]["tasks_seen"] > 0, s["oracle"]
+# Every role process (2 managers, n handlers) reported its traffic on its way out.
+t = s["traffic"]
+assert t["processes_reporting"] == n + 2 and t["value_bytes_per_step"] > 0, t
 PY
   done
 done
