@@ -9,15 +9,10 @@
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
 work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
+pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
 source "$(dirname "$0")/small_job.sh"
+trap stop_started EXIT
+
 small_job "$work/job.toml" data 2 0 2000
 "$acan" train "$work/job.toml" --out "$work/mem" --quiet
 want=$(weights_of "$work/mem/summary.json")

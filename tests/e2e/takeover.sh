@@ -11,16 +11,11 @@ set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
 server=${ACAN_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
 work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
+source "$(dirname "$0")/small_job.sh"
+trap stop_started EXIT
 fail() { echo "FAIL: $*" >&2; tail -n 20 "$work"/*.log >&2 || true; exit 1; }
 
-source "$(dirname "$0")/small_job.sh"
 small_job "$work/job.toml" data 2 0 2000  # 500 steps, far longer than the take-over
 "$acan" train "$work/job.toml" --out "$work/mem" --quiet
 want=$(weights_of "$work/mem/summary.json")
