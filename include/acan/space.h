@@ -7,6 +7,10 @@
 //    waiting until the deadline (Timeout). Take takes up to n matches (a pouch), waiting for the
 //    first one; ReadAll returns every match. Among matches, insertion order. Erase removes every
 //    match without returning it (a put racing with it may or may not be removed).
+//  - Beside the tuples a space keeps cells: one value a key, changed only by a compare-and-set on
+//    its revision (SwapCell), so that of two writers who saw the same revision exactly one wins,
+//    across every client of the space. Cells are for small records that need that (the manager's
+//    lease); a cell and tuples under the same key never meet (no tuple call sees a cell).
 //  - Close wakes every waiter with Cancelled; afterwards every call fails with Cancelled.
 //  - A Space is thread-safe: any number of threads may call any method concurrently.
 // Backends are opened by URI ("mem:", "nats://host:port") through a registry keyed by scheme.
@@ -34,6 +38,16 @@ struct Tuple {
   Value value;
 };
 
+// A cell's value and revision. Revisions of a cell only grow, one step or more with each change;
+// revision 0 means there is no cell.
+struct Cell {
+  Value value;
+  uint64_t revision = 0;
+};
+
+// The largest value a cell holds.
+inline constexpr size_t kMaxCellBytes = size_t{64} << 10;
+
 struct SpaceOptions {
   // Largest value Put accepts; larger ones fail at once with ResourceExhausted.
   size_t max_value_bytes = size_t{64} << 20;
@@ -56,7 +70,7 @@ struct ACAN_EXPORT LatencyHistogram {
   uint64_t QuantileNs(double q) const;
 };
 
-enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kErase, kCount };
+enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kErase, kReadCell, kSwapCell, kCount };
 ACAN_EXPORT std::string_view SpaceOpName(SpaceOp op);
 
 struct SpaceStats {
@@ -101,6 +115,15 @@ class ACAN_EXPORT Space {
   // reading it back to confirm it landed (what the runtime does for writes it cannot lose) tells
   // nothing more. False by default: a put may land late or be lost after returning Ok.
   virtual bool AcknowledgesPuts() const { return false; }
+  // The cell under `key` (revision 0 and no value when there is none); non-blocking.
+  virtual Result<Cell> ReadCell(const Key& key) = 0;
+  // Sets the cell under `key` to `value` if its revision is still `expected` (0: there is no cell
+  // yet) and returns the new revision. FailedPrecondition, naming the revision found, when it is
+  // not (another writer changed it first); ResourceExhausted for a value over kMaxCellBytes. A
+  // swap whose outcome the client could not learn before `deadline` (a lost server) is
+  // Unavailable: it may or may not have happened, and ReadCell tells which.
+  virtual Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                                    Deadline deadline) = 0;
   virtual void Close() = 0;
   virtual SpaceStats Stats() const = 0;
   virtual const std::string& uri() const = 0;

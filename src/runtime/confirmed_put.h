@@ -1,6 +1,6 @@
 // The writes the manager cannot afford to lose: a parameter or velocity version (the model's state
 // has no other copy once its proposal is taken), its state tuple (the restart point), a step's
-// marker (without it every output of the step is taken back) and the lease token. A space's put
+// marker (without it every output of the step is taken back). A space's put
 // that reports OK has landed (DESIGN.md section 3), but a store that loses an acknowledged write,
 // or lands it late, must cost time, never the job: the put is read back, and made again while it
 // does not appear (docs/architecture.md, "Every tuple may be lost"). Extra copies of the same bytes

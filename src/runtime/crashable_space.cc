@@ -61,4 +61,16 @@ Result<std::vector<Tuple>> CrashableSpace::ReadAll(const Pattern& p, size_t limi
   return inner()->ReadAll(p, limit);
 }
 
+Result<Cell> CrashableSpace::ReadCell(const Key& key) {
+  ACAN_RETURN_IF_ERROR(Enter());
+  return inner()->ReadCell(key);
+}
+
+Result<uint64_t> CrashableSpace::SwapCell(const Key& key, Value value, uint64_t expected,
+                                          Deadline d) {
+  ACAN_RETURN_IF_ERROR(Enter());
+  ACAN_RETURN_IF_ERROR(Write());
+  return inner()->SwapCell(key, std::move(value), expected, d);
+}
+
 }  // namespace acan::runtime

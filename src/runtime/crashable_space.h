@@ -23,9 +23,9 @@ class CrashableSpace final : public SpaceWrapper {
 
   // From `at` on, this view is dead as if `crashed` were set.
   void KillAt(Clock::time_point at) { kill_at_ns_.store(at.time_since_epoch().count()); }
-  // The view dies at its `n`-th write from now (a put, before it lands, or a take or get that
-  // removed tuples, after they were removed: lost with the process), calling `on_kill` once: a
-  // crash point given by a count, which a seed can replay, rather than by the clock.
+  // The view dies at its `n`-th write from now (a put or a cell swap, before it lands, or a take or
+  // get that removed tuples, after they were removed: lost with the process), calling `on_kill`
+  // once: a crash point given by a count, which a seed can replay, rather than by the clock.
   void KillAtWrite(int64_t n, std::function<void()> on_kill = nullptr);
   // Writes made through this view so far.
   int64_t writes() const { return writes_.load(std::memory_order_relaxed); }
@@ -45,6 +45,10 @@ class CrashableSpace final : public SpaceWrapper {
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override;
+  Result<Cell> ReadCell(const Key& key) override;
+  // A write (see KillAtWrite), which dies before it lands.
+  Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                            Deadline deadline) override;
   // Through Take, which this view watches (the inner space's own Erase would bypass it).
   Result<size_t> Erase(const Pattern& p) override { return Space::Erase(p); }
   void Close() override {}  // the space outlives a process's view of it

@@ -197,10 +197,13 @@ TEST_F(DeadlineTest, AClaimOfAnEarlierIncarnationIsSentAgain) {
 
 // Another manager holds the lease when this one comes to renew it: it stops, Unavailable.
 TEST_F(DeadlineTest, AManagerThatLostItsLeaseStops) {
-  auto token = inner->Take(layout.Lease(), 16, Deadline::After(30s));
-  ASSERT_TRUE(token.ok());
+  auto lease = inner->ReadCell(layout.Lease());
+  ASSERT_TRUE(lease.ok() && lease->revision != 0);
   const int64_t far_ms = env.WallNs() / 1000000 + 24 * 3600 * 1000;
-  ASSERT_TRUE(inner->Put(layout.Lease(), EncodeLeaseMessage({"usurper", far_ms})).ok());
+  ASSERT_TRUE(inner
+                  ->SwapCell(layout.Lease(), EncodeLeaseMessage({"usurper", far_ms}),
+                             lease->revision, Deadline::After(30s))
+                  .ok());
   env.Advance(std::chrono::minutes(30));  // past a third of its lease: it renews
   thread.join();
   EXPECT_TRUE(status.IsUnavailable()) << status.ToString();

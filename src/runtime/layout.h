@@ -14,7 +14,7 @@
 //   <job>.step.s<step>               the step is open: its tensors may be written (removed first
 //                                    when the step is cleaned up)
 //   <job>.m.state                    the manager's progress (restart point)
-//   <job>.m.lease                    the single lease token: who manages the job, until when
+//   <job>.m.lease                    a cell (not a tuple): who manages the job, until when
 //   <job>.m.job                      the job file and how handlers get their inputs (a joining
 //                                    process needs only the space and the job id)
 //   <job>.m.data                     the job file, put before the manager loads its data, so that

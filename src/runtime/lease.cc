@@ -4,13 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <vector>
-
-#include "runtime/confirmed_put.h"
 
 namespace acan::runtime {
 
-Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration,
+Lease::Lease(Space* space, Key key, std::string owner, std::chrono::milliseconds duration,
              const Env* env)
     : space_(space),
       key_(std::move(key)),
@@ -20,78 +17,65 @@ Lease::Lease(Space* space, std::string key, std::string owner, std::chrono::mill
 
 int64_t Lease::NowMs() const { return env_->WallNs() / 1000000; }
 
-Status Lease::PutFree(Space* space, const std::string& key) {
-  return PutConfirmed(space, Key::Parse(key).value(), EncodeLeaseMessage({"", 0}));
+namespace {
+
+// A swap worth trying again: another writer came in between (FailedPrecondition), or its outcome
+// is unknown (Unavailable: a lost request or answer; a look at the cell tells).
+bool TryAgain(const Status& s) {
+  return s.code() == StatusCode::kFailedPrecondition || s.IsUnavailable();
 }
 
-Result<std::optional<LeaseMessage>> Lease::Take(Deadline deadline) {
-  const Pattern pattern = Pattern::Parse(key_).value();
-  auto first = space_->Get(pattern, deadline);
-  if (!first.ok()) {
-    if (first.status().IsTimeout()) return std::optional<LeaseMessage>();
-    return first.status();
+}  // namespace
+
+Status Lease::PutFree(Space* space, const Key& key) {
+  const Deadline deadline = Deadline::After(std::chrono::minutes(1));
+  for (;;) {
+    ACAN_ASSIGN_OR_RETURN(Cell cell, space->ReadCell(key));
+    auto swapped = space->SwapCell(key, EncodeLeaseMessage({"", 0}), cell.revision, deadline);
+    if (swapped.ok()) return Status::Ok();
+    if (!TryAgain(swapped.status()) || deadline.expired()) return swapped.status();
   }
-  std::vector<Tuple> tokens{std::move(*first)};
-  auto more = space_->Take(pattern, SIZE_MAX, Deadline::Now());
-  if (more.ok()) {
-    for (Tuple& t : *more) tokens.push_back(std::move(t));
-  } else if (!more.status().IsTimeout()) {
-    return more.status();
-  }
-  std::optional<LeaseMessage> latest;
-  for (const Tuple& t : tokens) {
-    auto m = DecodeLeaseMessage(t.value);
-    if (!m.ok()) {
-      spdlog::warn("lease '{}': dropping an undecodable token: {}", key_, m.status().ToString());
-      continue;
-    }
-    if (!latest || m->expires_ms > latest->expires_ms) latest = *m;
-  }
-  if (!latest) latest = LeaseMessage{"", 0};  // only damaged tokens: a lapsed one replaces them
-  return latest;
 }
 
-Status Lease::PutOurs() {
-  expires_ms_ = NowMs() + duration_.count();
-  renew_at_ = env_->Now() + duration_ / 3;
-  return PutToken({owner_, expires_ms_});
-}
-
-Status Lease::PutToken(const LeaseMessage& m) {
-  return PutConfirmed(space_, Key::Parse(key_).value(), EncodeLeaseMessage(m));
+Result<uint64_t> Lease::SwapOurs(uint64_t from, Deadline deadline) {
+  const int64_t expires_ms = NowMs() + duration_.count();
+  const auto renew_at = env_->Now() + duration_ / 3;
+  ACAN_ASSIGN_OR_RETURN(
+      uint64_t revision,
+      space_->SwapCell(key_, EncodeLeaseMessage({owner_, expires_ms}), from, deadline));
+  expires_ms_ = expires_ms;
+  renew_at_ = renew_at;
+  revision_ = revision;
+  return revision;
 }
 
 Status Lease::Acquire(const std::atomic<bool>& stop) {
-  const Pattern pattern = Pattern::Parse(key_).value();
-  // When the token was first found missing (max: it was not).
-  Clock::time_point missing_since = Clock::time_point::max();
+  std::string taking_from;  // whose lease a swap whose outcome is unknown took, maybe
   for (;;) {
     if (stop.load()) return Status::Cancelled(owner_ + " stopped while standing by");
-    ACAN_ASSIGN_OR_RETURN(auto seen, space_->Read(pattern));
-    bool free = false;
-    if (seen.has_value()) {
-      missing_since = Clock::time_point::max();
-      ACAN_ASSIGN_OR_RETURN(LeaseMessage m, DecodeLeaseMessage(seen->value));
-      free = m.expires_ms < NowMs() || m.owner == owner_;
-    } else if (missing_since == Clock::time_point::max()) {
-      missing_since = env_->Now();
-    } else if (env_->Now() - missing_since >= 2 * duration_) {
-      // Gone for two lease periods: its holder died between taking and putting it back.
-      spdlog::warn("{}: the lease token '{}' was lost; putting a lapsed one back", owner_, key_);
-      ACAN_RETURN_IF_ERROR(PutFree(space_, key_));
-      missing_since = Clock::time_point::max();
-      continue;
-    }
-    if (free) {
-      // Take the token; check it again (it may have been renewed meanwhile).
-      ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 2)));
-      if (m.has_value()) {
-        if (m->expires_ms < NowMs() || m->owner == owner_) {
-          took_over_ = !m->owner.empty() && m->owner != owner_;
-          return PutOurs();
-        }
-        ACAN_RETURN_IF_ERROR(PutToken(*m));  // not ours: put back
+    ACAN_ASSIGN_OR_RETURN(Cell cell, space_->ReadCell(key_));
+    LeaseMessage seen{"", 0};
+    if (cell.revision != 0) {
+      auto m = DecodeLeaseMessage(cell.value);
+      if (m.ok()) {
+        seen = *m;
+      } else {  // a damaged lease holds no one: it is taken as lapsed
+        spdlog::warn("lease '{}': the cell does not decode ({}); taking it as lapsed", key_.str(),
+                     m.status().ToString());
       }
+    }
+    if (seen.expires_ms < NowMs() || seen.owner == owner_) {
+      auto swapped = SwapOurs(cell.revision, Deadline::After(duration_));
+      const std::string& from = seen.owner == owner_ ? taking_from : seen.owner;
+      if (swapped.ok()) {
+        took_over_ = !from.empty() && from != owner_;
+        return Status::Ok();
+      }
+      taking_from = from;
+      if (swapped.status().code() == StatusCode::kFailedPrecondition) continue;  // look again
+      if (!swapped.status().IsUnavailable()) return swapped.status();
+      // Unknown whether it landed: the next look shows it ours, or not, a pause from now.
+      spdlog::warn("{}: taking the lease: {}", owner_, swapped.status().ToString());
     }
     // Look again a fifth of a lease later; `stop` ends the wait.
     const auto until = env_->Now() + duration_ / 5;
@@ -101,19 +85,27 @@ Status Lease::Acquire(const std::atomic<bool>& stop) {
   }
 }
 
+std::string Lease::Holder() const {
+  auto cell = space_->ReadCell(key_);
+  if (!cell.ok() || cell->revision == 0) return "another manager";
+  auto m = DecodeLeaseMessage(cell->value);
+  return m.ok() && !m->owner.empty() ? m->owner : "another manager";
+}
+
 Status Lease::Keep() { return env_->Now() >= renew_at_ ? Renew() : Status::Ok(); }
 
 Status Lease::Renew() {
-  while (NowMs() < expires_ms_) {
-    ACAN_ASSIGN_OR_RETURN(auto m, Take(Deadline::After(duration_ / 10)));
-    if (!m.has_value()) continue;  // someone is looking at it; try again
-    if (m->owner != owner_) {
-      ACAN_RETURN_IF_ERROR(PutToken(*m));
-      return Status::Unavailable(fmt::format("{} lost the lease to {}", owner_, m->owner));
-    }
-    return PutOurs();
+  // A swap from our own last revision succeeds only if no one wrote the cell since, also after
+  // our lease lapsed (a pause): then no standby took it, and we still are the only holder.
+  const auto left = std::chrono::milliseconds(std::max<int64_t>(expires_ms_ - NowMs(), 0));
+  auto swapped = SwapOurs(revision_, Deadline::After(std::max(left, duration_ / 10)));
+  if (swapped.ok()) return Status::Ok();
+  if (swapped.status().code() != StatusCode::kFailedPrecondition) {
+    return Status::Unavailable(
+        fmt::format("{} could not renew its lease: {}", owner_, swapped.status().ToString()));
   }
-  return Status::Unavailable(owner_ + "'s lease expired before it could renew it");
+  return Status::Unavailable(fmt::format("{} lost the lease to {} (revision {} is gone: {})",
+                                         owner_, Holder(), revision_, swapped.status().message()));
 }
 
 }  // namespace acan::runtime

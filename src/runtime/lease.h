@@ -1,11 +1,9 @@
-// The manager's lease: one token tuple (<job>.m.lease) naming the active manager and when its
-// lease lapses. A manager takes the token and puts it back to look at or renew it, so two managers
-// can never both renew it; a standby takes it only once it has lapsed (DESIGN.md section 4).
-//
-// A manager killed between taking the token and putting it back loses it: a standby that finds no
-// token for two lease periods puts a lapsed one back. Should the killed one have been only paused
-// and put its token back later, two tokens exist for a while: whoever takes the token next takes
-// every copy and keeps the one that lapses last. Not thread-safe: one manager uses one Lease.
+// The manager's lease: a cell of the space (<job>.m.lease) naming the active manager and when its
+// lease lapses, changed only by a compare-and-set on the cell's revision (Space::SwapCell; over
+// NATS the server checks the revision). A standby swaps it only once it has lapsed; the holder
+// renews it by a swap from the revision of its own last write, which fails once anyone else has
+// written it: of two managers, exactly one is active, even when one of them was paused past its
+// lease and comes back (DESIGN.md section 4). Not thread-safe: one manager uses one Lease.
 #pragma once
 
 #include <atomic>
@@ -23,13 +21,14 @@ class Lease {
  public:
   // REQUIRES: `space` (and `env`) outlive the lease. Times come from `env` (null: the default),
   // so a test drives them.
-  Lease(Space* space, std::string key, std::string owner, std::chrono::milliseconds duration,
+  Lease(Space* space, Key key, std::string owner, std::chrono::milliseconds duration,
         const Env* env = nullptr);
 
-  // Puts a free (lapsed) token: a new job's.
-  static Status PutFree(Space* space, const std::string& key);
+  // Makes the lease free (lapsed, no owner) for a new job, whatever an earlier job of the same id
+  // left in the cell.
+  static Status PutFree(Space* space, const Key& key);
 
-  // Waits as a standby until the token is free or ours, then takes it. Cancelled when `stop`
+  // Waits as a standby until the lease is free or ours, then takes it. Cancelled when `stop`
   // is set meanwhile.
   Status Acquire(const std::atomic<bool>& stop);
   // Renews when a third of the lease has passed since the last renewal: called before every write
@@ -38,27 +37,28 @@ class Lease {
   Status Keep();
   Status Renew();
 
-  // True when Acquire took over from another manager (not a lapsed token of its own or a new one).
+  // True when Acquire took over from another manager (not a lapsed lease of its own or a new one).
   bool took_over() const { return took_over_; }
   // When Keep() renews next.
   Clock::time_point renew_at() const { return renew_at_; }
+  // The cell's revision at this manager's last write of it (0 before Acquire): its fencing token.
+  uint64_t revision() const { return revision_; }
 
  private:
-  // Takes the token with any duplicates; the one that lapses last, or none by the deadline.
-  Result<std::optional<LeaseMessage>> Take(Deadline deadline);
-  Status PutOurs();
-  // Puts a token back (read back until it is there: runtime/confirmed_put.h).
-  Status PutToken(const LeaseMessage& m);
-  int64_t NowMs() const;  // the wall clock, as the token's expiry
+  // Swaps our lease (expiring a lease from now) in place of revision `from`.
+  Result<uint64_t> SwapOurs(uint64_t from, Deadline deadline);
+  std::string Holder() const;  // who holds the lease now, in words
+  int64_t NowMs() const;       // the wall clock, as the lease's expiry
 
   Space* space_;
-  std::string key_;
+  Key key_;
   std::string owner_;
   std::chrono::milliseconds duration_;
   const Env* env_;
   bool took_over_ = false;
   Clock::time_point renew_at_;
   int64_t expires_ms_ = 0;  // our lease's end, wall clock
+  uint64_t revision_ = 0;
 };
 
 }  // namespace acan::runtime

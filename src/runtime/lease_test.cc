@@ -1,47 +1,50 @@
-// The lease on its own, one thread, against mem: (leases of tens of milliseconds; no race).
+// The lease on its own, against mem: (leases of tens of milliseconds) and, for the swap the
+// server checks, against a real nats-server.
 #include "runtime/lease.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
+
+#include "space/nats/local_server.h"
+#include "space/space_wrapper.h"
 
 namespace acan::runtime {
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr char kKey[] = "job.m.lease";
+const Key kKey = Key::Parse("job.m.lease").value();
 
 struct LeaseTest : ::testing::Test {
   void SetUp() override {
     space = std::move(OpenSpace("mem:").value());
     ASSERT_TRUE(Lease::PutFree(space.get(), kKey).ok());
   }
-  std::vector<LeaseMessage> Tokens() {
-    std::vector<LeaseMessage> out;
-    auto all = space->ReadAll(kKey);
-    EXPECT_TRUE(all.ok());
-    for (const Tuple& t : all.value_or({})) {
-      out.push_back(DecodeLeaseMessage(t.value).value());
-    }
-    return out;
+  LeaseMessage Now() {
+    auto cell = space->ReadCell(kKey);
+    EXPECT_TRUE(cell.ok() && cell->revision != 0);
+    return DecodeLeaseMessage(cell->value).value();
   }
+  uint64_t Revision() { return space->ReadCell(kKey).value().revision; }
   std::unique_ptr<Space> space;
   std::atomic<bool> stop{false};
 };
 
-TEST_F(LeaseTest, AFreeTokenIsTakenAndRenewed) {
+TEST_F(LeaseTest, AFreeLeaseIsTakenAndRenewed) {
   Lease a(space.get(), kKey, "a", 60ms);
   ASSERT_TRUE(a.Acquire(stop).ok());
   EXPECT_FALSE(a.took_over());
-  ASSERT_EQ(Tokens().size(), 1u);
-  EXPECT_EQ(Tokens()[0].owner, "a");
+  EXPECT_EQ(Now().owner, "a");
+  EXPECT_EQ(a.revision(), Revision());
   EXPECT_TRUE(a.Keep().ok());  // not due yet: nothing to do
   std::this_thread::sleep_for(25ms);
-  const int64_t before = Tokens()[0].expires_ms;
+  const int64_t before = Now().expires_ms;
+  const uint64_t revision = a.revision();
   EXPECT_TRUE(a.Keep().ok());  // a third has passed: renewed
-  ASSERT_EQ(Tokens().size(), 1u);
-  EXPECT_GT(Tokens()[0].expires_ms, before);
+  EXPECT_GT(Now().expires_ms, before);
+  EXPECT_GT(a.revision(), revision);
 }
 
 TEST_F(LeaseTest, AStandbyWaitsForTheLeaseToLapseAndTheOldHolderFindsOut) {
@@ -52,35 +55,69 @@ TEST_F(LeaseTest, AStandbyWaitsForTheLeaseToLapseAndTheOldHolderFindsOut) {
   ASSERT_TRUE(b.Acquire(stop).ok());  // a never renews: b gets it once it lapses
   EXPECT_GE(Clock::now() - start, 50ms);
   EXPECT_TRUE(b.took_over());
-  ASSERT_EQ(Tokens().size(), 1u);
-  EXPECT_EQ(Tokens()[0].owner, "b");
+  EXPECT_EQ(Now().owner, "b");
+  const uint64_t revision = Revision();
   Status renewed = a.Renew();
   EXPECT_TRUE(renewed.IsUnavailable()) << renewed.ToString();
-  ASSERT_EQ(Tokens().size(), 1u);  // a put b's token back
-  EXPECT_EQ(Tokens()[0].owner, "b");
+  EXPECT_NE(renewed.message().find("lost the lease to b"), std::string::npos) << renewed.ToString();
+  EXPECT_EQ(Revision(), revision);  // a's attempt changed nothing
+  EXPECT_EQ(Now().owner, "b");
 }
 
-// The holder was killed between taking the token and putting it back: no token at all.
-TEST_F(LeaseTest, ALostTokenIsPutBackAfterTwoLeasePeriods) {
-  ASSERT_TRUE(space->Take(kKey, 1, Deadline::Now()).ok());
-  Lease b(space.get(), kKey, "b", 30ms);
-  const auto start = Clock::now();
-  ASSERT_TRUE(b.Acquire(stop).ok());
-  EXPECT_GE(Clock::now() - start, 60ms);
-  ASSERT_EQ(Tokens().size(), 1u);
-  EXPECT_EQ(Tokens()[0].owner, "b");
+// A holder paused past its lease, when no one took it meanwhile, renews it: the revision it last
+// wrote is still the cell's, so no one else can hold it.
+TEST_F(LeaseTest, AHolderPausedPastItsLeaseKeepsItWhenNoOneTookIt) {
+  Lease a(space.get(), kKey, "a", 20ms);
+  ASSERT_TRUE(a.Acquire(stop).ok());
+  std::this_thread::sleep_for(40ms);
+  ASSERT_TRUE(a.Renew().ok());
+  EXPECT_EQ(Now().owner, "a");
 }
 
-// The "killed" holder was only paused and puts its token back after a lost one was replaced:
-// the next take keeps only the token that lapses last.
-TEST_F(LeaseTest, DuplicateTokensAreMergedIntoTheOneThatLapsesLast) {
-  Lease b(space.get(), kKey, "b", 60ms);
+// A new job of an old id: whatever the cell held, the lease is free again, and a manager of the
+// old job that comes back cannot renew it.
+TEST_F(LeaseTest, PutFreeResetsTheLeaseOfAnEarlierJob) {
+  Lease old(space.get(), kKey, "old", std::chrono::hours(1));
+  ASSERT_TRUE(old.Acquire(stop).ok());
+  ASSERT_TRUE(Lease::PutFree(space.get(), kKey).ok());
+  EXPECT_EQ(Now().owner, "");
+  Lease fresh(space.get(), kKey, "new", std::chrono::hours(1));
+  ASSERT_TRUE(fresh.Acquire(stop).ok());
+  EXPECT_FALSE(fresh.took_over());
+  EXPECT_TRUE(old.Renew().IsUnavailable());
+}
+
+// A cell that does not decode holds no one: a standby takes it at once.
+TEST_F(LeaseTest, ADamagedLeaseIsTakenAsLapsed) {
+  ASSERT_TRUE(
+      space->SwapCell(kKey, Value::FromString("garbage"), Revision(), Deadline::After(1s)).ok());
+  Lease b(space.get(), kKey, "b", std::chrono::hours(1));
   ASSERT_TRUE(b.Acquire(stop).ok());
-  ASSERT_TRUE(space->Put(kKey, EncodeLeaseMessage({"a", 1})).ok());  // long lapsed
-  ASSERT_EQ(Tokens().size(), 2u);
-  ASSERT_TRUE(b.Renew().ok());
-  ASSERT_EQ(Tokens().size(), 1u);
-  EXPECT_EQ(Tokens()[0].owner, "b");
+  EXPECT_EQ(Now().owner, "b");
+}
+
+// The answer to a standby's swap is lost although the swap landed: it finds the lease its own at
+// its next look, and knows it took over.
+TEST_F(LeaseTest, ASwapWhoseAnswerWasLostIsFoundOnTheNextLook) {
+  struct LoseFirstAnswer final : SpaceWrapper {
+    using SpaceWrapper::SpaceWrapper;
+    int swaps = 0;
+    Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                              Deadline deadline) override {
+      auto r = inner()->SwapCell(key, std::move(value), expected, deadline);
+      if (swaps++ == 0 && r.ok()) return Status::Unavailable("the answer was lost");
+      return r;
+    }
+  } lossy(space.get());
+  Lease a(space.get(), kKey, "a", 20ms);
+  ASSERT_TRUE(a.Acquire(stop).ok());
+  Lease b(&lossy, kKey, "b", 20ms);
+  ASSERT_TRUE(b.Acquire(stop).ok());
+  EXPECT_EQ(lossy.swaps, 2);
+  EXPECT_TRUE(b.took_over());
+  EXPECT_EQ(b.revision(), Revision());
+  EXPECT_EQ(Now().owner, "b");
+  EXPECT_TRUE(a.Renew().IsUnavailable());
 }
 
 TEST_F(LeaseTest, StopEndsTheWaitOfAStandby) {
@@ -107,12 +144,79 @@ TEST_F(LeaseTest, OnAManualClockAStandbyTakesOverRightAfterTheLapse) {
   EXPECT_TRUE(a.Renew().IsUnavailable());
   // b renews a third of a lease on, not before.
   env.Advance(hour / 3 - 1ms);
-  const int64_t expires = Tokens()[0].expires_ms;
+  const int64_t expires = Now().expires_ms;
   ASSERT_TRUE(b.Keep().ok());
-  EXPECT_EQ(Tokens()[0].expires_ms, expires);
+  EXPECT_EQ(Now().expires_ms, expires);
   env.Advance(2ms);
   ASSERT_TRUE(b.Keep().ok());
-  EXPECT_GT(Tokens()[0].expires_ms, expires);
+  EXPECT_GT(Now().expires_ms, expires);
+}
+
+// Many standbys race for one lapsed lease on many threads: exactly one gets it each time.
+TEST_F(LeaseTest, OfManyStandbysExactlyOneTakesALapsedLease) {
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_TRUE(Lease::PutFree(space.get(), kKey).ok());
+    std::atomic<int> active{0};
+    std::vector<std::thread> threads;
+    std::atomic<bool> give_up{false};
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        Lease l(space.get(), kKey, "m" + std::to_string(i), std::chrono::hours(1));
+        if (l.Acquire(give_up).ok()) active.fetch_add(1);
+      });
+    }
+    while (active.load() == 0) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(5ms);  // any second winner would have won by now
+    give_up.store(true);
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(active.load(), 1) << "round " << round;
+  }
+}
+
+// Two clients of a real nats-server, as two manager processes would be: the lease survives a
+// restart of the server (file storage, SIGKILL), its holder renews it afterwards, and after a
+// takeover the server itself refuses the old holder's swap.
+TEST(LeaseOverNatsTest, SurvivesAServerRestartAndTheServerRefusesTheOldHolder) {
+  nats::LocalServerOptions options;
+  options.store_dir =
+      (std::filesystem::temp_directory_path() / ("acan-lease-test-" + std::to_string(::getpid())))
+          .string();
+  options.remove_store = true;
+  std::filesystem::remove_all(options.store_dir);
+  auto server = nats::LocalNatsServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string uri = (*server)->url() + "?storage=file&stream=lease";
+  auto space_a = OpenSpace(uri);
+  auto space_b = OpenSpace(uri);
+  ASSERT_TRUE(space_a.ok() && space_b.ok());
+  Space* a_space = space_a->get();
+  Space* b_space = space_b->get();
+  ASSERT_TRUE(Lease::PutFree(a_space, kKey).ok());
+  const auto lease = 2s;
+  std::atomic<bool> stop{false};
+  Lease a(a_space, kKey, "a", lease);
+  ASSERT_TRUE(a.Acquire(stop).ok());
+
+  (*server)->Kill();
+  ASSERT_TRUE((*server)->Restart().ok());
+  auto cell = b_space->ReadCell(kKey);
+  ASSERT_TRUE(cell.ok() && cell->revision != 0) << cell.status().ToString();
+  EXPECT_EQ(cell->revision, a.revision());
+  EXPECT_EQ(DecodeLeaseMessage(cell->value).value().owner, "a");
+  Status renewed = a.Renew();
+  ASSERT_TRUE(renewed.ok()) << renewed.ToString();
+
+  Lease b(b_space, kKey, "b", lease);
+  ASSERT_TRUE(b.Acquire(stop).ok());  // a stops renewing: b takes over once it lapses
+  EXPECT_TRUE(b.took_over());
+  const uint64_t taken_at = b.revision();
+  Status refused = a.Renew();
+  EXPECT_TRUE(refused.IsUnavailable()) << refused.ToString();
+  EXPECT_NE(refused.message().find("lost the lease to b"), std::string::npos) << refused.ToString();
+  cell = a_space->ReadCell(kKey);
+  ASSERT_TRUE(cell.ok() && cell->revision != 0);
+  EXPECT_EQ(cell->revision, taken_at);
+  EXPECT_EQ(DecodeLeaseMessage(cell->value).value().owner, "b");
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       data_(data),
       options_(std::move(options)),
       env_(options_.env ? options_.env : Env::Default()),
-      lease_(space_, layout_.Lease().str(), options_.owner, options_.lease, env_),
+      lease_(space_, layout_.Lease(), options_.owner, options_.lease, env_),
       versions_(space_, &layout_, options_.window),
       liveness_(space_, &layout_, env_),
       controller_([&] {
@@ -75,7 +75,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
   }
   Progress p;
   ACAN_RETURN_IF_ERROR(PutConfirmed(space, layout.ManagerState(), Value::FromString(p.ToJson())));
-  return Lease::PutFree(space, layout.Lease().str());
+  return Lease::PutFree(space, layout.Lease());
 }
 
 Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {

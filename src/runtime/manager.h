@@ -10,7 +10,8 @@
 //
 // Restartable: everything the manager needs is in the space (the state tuple, the versions, the
 // step tensors and the queued tasks), so a new manager, in this process or another, resumes from
-// there. A lease token makes sure one manager is active; a standby waits until it lapses.
+// there. A lease (a cell swapped by revision) makes sure one manager is active; a standby waits
+// until it lapses.
 // One Manager runs on one thread.
 #pragma once
 

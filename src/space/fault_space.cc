@@ -1,5 +1,7 @@
 #include "space/fault_space.h"
 
+#include <fmt/format.h>
+
 #include <string_view>
 
 namespace acan {
@@ -83,6 +85,42 @@ Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   }
   ReleaseHeld();  // after this put: the held one lands second
   return s;
+}
+
+Result<uint64_t> FaultSpace::SwapCell(const Key& key, Value value, uint64_t expected,
+                                      Deadline deadline) {
+  bool hit = patterns_.empty();
+  for (const Pattern& p : patterns_) hit = hit || p.Matches(key);
+  if (!hit) return inner()->SwapCell(key, std::move(value), expected, deadline);
+  Fault fault;
+  {
+    std::lock_guard lock(mu_);
+    fault = options_.Decide(key.str(), attempts_[key.str()]++);
+  }
+  switch (fault) {
+    case Fault::kDrop:
+      counts_->dropped.fetch_add(1);
+      return Status::Unavailable(fmt::format(
+          "injected fault: the swap of cell '{}' was lost on its way (not applied)", key.str()));
+    case Fault::kDuplicate: {
+      counts_->duplicated.fetch_add(1);
+      ACAN_ASSIGN_OR_RETURN(uint64_t revision,
+                            inner()->SwapCell(key, std::move(value), expected, deadline));
+      return Status::Unavailable(fmt::format(
+          "injected fault: the answer to the swap of cell '{}' was lost (it was applied: "
+          "revision {})",
+          key.str(), revision));
+    }
+    case Fault::kDelay:
+    case Fault::kReorder:
+      (fault == Fault::kDelay ? counts_->delayed : counts_->reordered).fetch_add(1);
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(options_.delay_by, deadline.at() - Clock::now()));
+      break;
+    case Fault::kNone:
+      break;
+  }
+  return inner()->SwapCell(key, std::move(value), expected, deadline);
 }
 
 void FaultSpace::ReleaseHeld() {

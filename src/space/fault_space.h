@@ -1,7 +1,10 @@
 // FaultSpace: a space wrapper that drops, duplicates, delays and reorders the puts of chosen keys
 // at seeded rates, as an unreliable network or a crashing peer would. Used by the tests and the
 // chaos experiments (LevelDB's fault-injection Env, for a tuple space). Reads and takes pass
-// through.
+// through. A cell swap, which the caller waits for, is hit as such a call would be: a drop loses
+// the request (not applied, Unavailable), a duplicate loses the answer (applied, Unavailable),
+// a delay or a reorder holds it back `delay_by` before it is applied (nothing overtakes a call
+// its caller waits for).
 //
 // Replayable: whether the n-th put of a key is hit, and how, is a function of (seed, key, n)
 // alone, not of the order in which threads reach the wrapper, so a seed gives the same faults on
@@ -63,6 +66,8 @@ class FaultSpace final : public SpaceWrapper {
   using Space::Put;
   Status Put(Key key, Value value, Deadline deadline) override;
   bool AcknowledgesPuts() const override { return false; }  // it drops and delays them
+  Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                            Deadline deadline) override;
   void Close() override;
 
   const FaultCounts& counts() const { return *counts_; }

@@ -47,6 +47,10 @@ std::string_view SpaceOpName(SpaceOp op) {
       return "read_all";
     case SpaceOp::kErase:
       return "erase";
+    case SpaceOp::kReadCell:
+      return "read_cell";
+    case SpaceOp::kSwapCell:
+      return "swap_cell";
     case SpaceOp::kCount:
       break;
   }

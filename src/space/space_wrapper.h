@@ -34,6 +34,11 @@ class SpaceWrapper : public Space {
   }
   Result<size_t> Erase(const Pattern& p) override { return inner_->Erase(p); }
   bool AcknowledgesPuts() const override { return inner_->AcknowledgesPuts(); }
+  Result<Cell> ReadCell(const Key& key) override { return inner_->ReadCell(key); }
+  Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                            Deadline deadline) override {
+    return inner_->SwapCell(key, std::move(value), expected, deadline);
+  }
   void Close() override { inner_->Close(); }
   SpaceStats Stats() const override { return inner_->Stats(); }
   const std::string& uri() const override { return inner_->uri(); }

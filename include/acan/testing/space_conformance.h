@@ -20,7 +20,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -378,6 +380,81 @@ TYPED_TEST_P(SpaceConformance, EraseRemovesEveryMatchAndNothingElse) {
   EXPECT_TRUE(s->Erase(Key::Parse("job.x").value()).status().IsCancelled());
 }
 
+TYPED_TEST_P(SpaceConformance, CellsChangeOnlyFromTheirRevision) {
+  auto s = this->Open();
+  const Key key = Key::Parse("job.m.lease").value();
+  auto none = s->ReadCell(key);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->revision, 0u);
+  EXPECT_EQ(none->value.size(), 0u);
+  auto r1 = s->SwapCell(key, this->V("one"), 0, Deadline::After(5s));
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_GT(*r1, 0u);
+  auto again = s->SwapCell(key, this->V("also first"), 0, Deadline::After(5s));
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().ToString();
+  auto r2 = s->SwapCell(key, this->V("two"), *r1, Deadline::After(5s));
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_GT(*r2, *r1);
+  auto stale = s->SwapCell(key, this->V("stale"), *r1, Deadline::After(5s));
+  ASSERT_EQ(stale.status().code(), StatusCode::kFailedPrecondition) << stale.status().ToString();
+  EXPECT_NE(stale.status().message().find(std::to_string(*r2)), std::string::npos)
+      << "names the revision found: " << stale.status().ToString();
+  auto cell = s->ReadCell(key);
+  ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+  EXPECT_EQ(cell->value.AsString(), "two");
+  EXPECT_EQ(cell->revision, *r2);
+  // Tuples and cells under one key never meet.
+  ASSERT_TRUE(s->Put(key, this->V("a tuple")).ok());
+  EXPECT_EQ(this->GetStr(*s, "job.m.lease"), "a tuple");
+  ASSERT_TRUE(s->Put("job.x", this->V("x")).ok());
+  EXPECT_EQ(s->Erase(Pattern::Parse("job.>").value()).value_or(99), 1u);
+  EXPECT_EQ(s->ReadCell(key).value().value.AsString(), "two");
+  EXPECT_EQ(s->Stats().tuples, 0u);
+  // Too large a value changes nothing.
+  std::string big(kMaxCellBytes + 1, 'b');
+  auto oversize = s->SwapCell(key, this->V(big), *r2, Deadline::After(5s));
+  EXPECT_EQ(oversize.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s->ReadCell(key).value().revision, *r2);
+  s->Close();
+  EXPECT_TRUE(s->ReadCell(key).status().IsCancelled());
+  EXPECT_TRUE(s->SwapCell(key, this->V("late"), *r2, Deadline::After(1s)).status().IsCancelled());
+}
+
+// A counter that threads increment by read-then-swap: a swap that won from a revision another
+// swap already left would lose an increment, so the count is exact only if exactly one swap
+// from each revision succeeds.
+TYPED_TEST_P(SpaceConformance, OfConcurrentSwapsFromOneRevisionOneWins) {
+  auto s = this->Open();
+  const Key key = Key::Parse("job.counter").value();
+  constexpr int kThreads = 4, kEach = 25;
+  std::atomic<int> wins{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int done = 0; done < kEach;) {
+        auto cell = s->ReadCell(key);
+        ASSERT_TRUE(cell.ok()) << cell.status().ToString();
+        const int n = cell->revision != 0 ? std::stoi(std::string(cell->value.AsString())) : 0;
+        const uint64_t revision = cell->revision;
+        auto swapped = s->SwapCell(key, Value::FromString(std::to_string(n + 1)), revision,
+                                   Deadline::After(5s));
+        if (swapped.ok()) {
+          ++done;
+          wins.fetch_add(1);
+        } else {
+          ASSERT_EQ(swapped.status().code(), StatusCode::kFailedPrecondition)
+              << swapped.status().ToString();
+          refused.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wins.load(), kThreads * kEach);
+  EXPECT_EQ(s->ReadCell(key).value().value.AsString(), std::to_string(kThreads * kEach));
+  std::printf("[ cells    ] %d swaps won, %d refused\n", wins.load(), refused.load());
+}
+
 REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
                             ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
                             CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
@@ -385,6 +462,7 @@ REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAnd
                             BlockedTakeWaitsForFirstMatch, BadInputIsRejectedAndNothingStored,
                             StatsCountOperations, AgreesWithALinearModel,
                             OverlappingTakersTakeEachTupleOnce,
-                            EraseRemovesEveryMatchAndNothingElse);
+                            EraseRemovesEveryMatchAndNothingElse, CellsChangeOnlyFromTheirRevision,
+                            OfConcurrentSwapsFromOneRevisionOneWins);
 
 }  // namespace acan::testing

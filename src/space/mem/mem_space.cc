@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "space/cell_internal.h"
 #include "space/space_wrapper.h"
 #include "space/uri_internal.h"
 
@@ -232,6 +233,45 @@ Result<std::vector<Tuple>> MemSpace::ReadAll(const Pattern& pattern, size_t limi
   for (const Tuple& t : out) stats_.CountBytes(0, t.value.size());
   stats_.Record(SpaceOp::kReadAll, start, Status::Ok());
   return out;
+}
+
+Result<Cell> MemSpace::ReadCell(const Key& key) {
+  const auto start = Clock::now();
+  std::unique_lock lock(mu_);
+  if (closed_) {
+    stats_.Record(SpaceOp::kReadCell, start, CancelledStatus());
+    return CancelledStatus();
+  }
+  Cell out;
+  if (auto it = cells_.find(key.str()); it != cells_.end()) out = it->second;
+  lock.unlock();
+  stats_.CountBytes(0, out.value.size());
+  stats_.Record(SpaceOp::kReadCell, start, Status::Ok());
+  return out;
+}
+
+Result<uint64_t> MemSpace::SwapCell(const Key& key, Value value, uint64_t expected, Deadline) {
+  const auto start = Clock::now();
+  auto swap = [&]() -> Result<uint64_t> {
+    ACAN_RETURN_IF_ERROR(CheckCellValue(key, value, uri_));
+    std::lock_guard lock(mu_);
+    if (closed_) return CancelledStatus();
+    auto it = cells_.find(key.str());
+    const uint64_t found = it == cells_.end() ? 0 : it->second.revision;
+    if (found != expected) {
+      return CellMoved(
+          key, expected, uri_,
+          found == 0 ? "no revision (there is no cell)" : fmt::format("revision {}", found));
+    }
+    stats_.CountBytes(value.size(), 0);
+    Cell& cell = cells_[key.str()];
+    cell.value = std::move(value);
+    cell.revision = ++cell_revision_;
+    return cell.revision;
+  };
+  Result<uint64_t> r = swap();
+  stats_.Record(SpaceOp::kSwapCell, start, r.ok() ? Status::Ok() : r.status());
+  return r;
 }
 
 void MemSpace::Close() {

@@ -12,6 +12,8 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "acan/space.h"
 #include "space/mem/tuple_index.h"
@@ -35,6 +37,9 @@ class MemSpace final : public Space {
   Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
                                   Deadline deadline) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit) override;
+  Result<Cell> ReadCell(const Key& key) override;
+  Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                            Deadline deadline) override;
   void Close() override;
   SpaceStats Stats() const override;
   const std::string& uri() const override { return uri_; }
@@ -63,7 +68,9 @@ class MemSpace final : public Space {
   const std::string uri_;
   const SpaceOptions options_;
   alignas(64) mutable std::mutex mu_;
-  TupleIndex index_;                // GUARDED_BY(mu_)
+  TupleIndex index_;                             // GUARDED_BY(mu_)
+  std::unordered_map<std::string, Cell> cells_;  // GUARDED_BY(mu_)
+  uint64_t cell_revision_ = 0;      // the last revision given to any cell; GUARDED_BY(mu_)
   uint64_t bytes_ = 0;              // GUARDED_BY(mu_)
   bool closed_ = false;             // GUARDED_BY(mu_)
   Waiter* waiters_head_ = nullptr;  // GUARDED_BY(mu_); oldest first

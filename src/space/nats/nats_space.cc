@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "space/cell_internal.h"
 #include "space/uri_internal.h"
 
 namespace acan::nats {
@@ -84,6 +85,8 @@ NatsSpace::NatsSpace(std::string uri, NatsSpaceOptions options)
       tuple_prefix_(options_.stream + ".t."),
       chunk_prefix_(options_.stream + ".c."),
       chunk_stream_(options_.stream + "_chunks"),
+      cell_prefix_(options_.stream + ".r."),
+      cell_stream_(options_.stream + "_cells"),
       client_id_(RandomId()) {}
 
 NatsSpace::~NatsSpace() {
@@ -110,6 +113,8 @@ Result<std::unique_ptr<NatsSpace>> NatsSpace::Open(std::string uri, NatsSpaceOpt
   ACAN_RETURN_IF_ERROR(space->Connect());
   ACAN_RETURN_IF_ERROR(space->EnsureStream(space->options_.stream, space->tuple_prefix_ + ">"));
   ACAN_RETURN_IF_ERROR(space->EnsureStream(space->chunk_stream_, space->chunk_prefix_ + ">"));
+  ACAN_RETURN_IF_ERROR(
+      space->EnsureStream(space->cell_stream_, space->cell_prefix_ + ">", /*cells=*/true));
   return space;
 }
 
@@ -147,7 +152,7 @@ Status NatsSpace::Connect() {
   return Status::Ok();
 }
 
-Status NatsSpace::EnsureStream(const std::string& name, const std::string& subjects) {
+Status NatsSpace::EnsureStream(const std::string& name, const std::string& subjects, bool cells) {
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetStreamInfo(&si, js_, name.c_str(), nullptr, &jerr);
@@ -166,6 +171,10 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   cfg.Storage = options_.memory_storage ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options_.replicas;
   cfg.AllowDirect = true;
+  if (cells) {
+    cfg.MaxMsgsPerSubject = 1;  // a new revision replaces the old one
+    cfg.DenyDelete = true;
+  }
   si = nullptr;
   jerr = static_cast<jsErrCode>(0);
   s = js_AddStream(&si, js_, &cfg, nullptr, &jerr);
@@ -220,12 +229,19 @@ Status NatsSpace::DirectGet(const std::string& stream, jsDirectGetMsgOptions* op
 // ---- put ----
 
 Status NatsSpace::Publish(const std::string& subject, const void* data, size_t size,
-                          const char* chunks_header, Deadline deadline) {
+                          const char* chunks_header, Deadline deadline,
+                          const uint64_t* expect_subject_seq, uint64_t* seq) {
   const std::string msg_id = fmt::format("{}-{}", client_id_, next_id_.fetch_add(1));
   jsPubOptions po;
   jsPubOptions_Init(&po);
-  po.MsgId = msg_id.c_str();  // a publish retried after a lost reply is stored once
+  // A publish retried after a lost reply is stored once: the server answers the retry with the
+  // first one's sequence (de-duplication comes before the expected-sequence check).
+  po.MsgId = msg_id.c_str();
   po.MaxWait = options_.request_ms;
+  if (expect_subject_seq != nullptr) {
+    po.ExpectLastSubjectSeq = *expect_subject_seq;
+    po.ExpectNoMessage = *expect_subject_seq == 0;
+  }
   natsStatus result = NATS_OK;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   ACAN_RETURN_IF_ERROR(Retry("put", deadline, [&] {
@@ -237,11 +253,15 @@ Status NatsSpace::Publish(const std::string& subject, const void* data, size_t s
     jsPubAck* ack = nullptr;
     jerr = static_cast<jsErrCode>(0);
     if (result == NATS_OK) result = js_PublishMsg(&ack, js_, msg, &po, &jerr);
+    if (result == NATS_OK && seq != nullptr) *seq = ack->Sequence;
     jsPubAck_Destroy(ack);
     natsMsg_Destroy(msg);
     return result;
   }));
   if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
+  if (result != NATS_OK && jerr == JSStreamWrongLastSequenceErr) {
+    return Status::FailedPrecondition(NatsError(result, jerr));
+  }
   if (result != NATS_OK) {
     return Status::Unavailable(fmt::format("put to '{}' in space '{}' failed: {}", subject, uri_,
                                            NatsError(result, jerr)));
@@ -771,6 +791,72 @@ Result<size_t> NatsSpace::Erase(const Pattern& pattern) {
   Result<size_t> r = erase();
   stats_.Record(SpaceOp::kErase, start, r.ok() ? Status::Ok() : r.status());
   if (r.ok()) stats_.CountTaken(*r);
+  return r;
+}
+
+// ---- cells ----
+
+Result<Cell> NatsSpace::ReadCell(const Key& key) {
+  const auto start = Clock::now();
+  auto read = [&]() -> Result<Cell> {
+    if (closed_.load()) return CancelledStatus();
+    const std::string subject = cell_prefix_ + key.str();
+    MsgGuard got;
+    jsDirectGetMsgOptions dg;
+    jsDirectGetMsgOptions_Init(&dg);
+    dg.LastBySubject = subject.c_str();
+    natsStatus result = NATS_OK;
+    ACAN_RETURN_IF_ERROR(DirectGet(cell_stream_, &dg, NonBlocking(), &got.msg, &result));
+    if (result == NATS_NOT_FOUND) return Cell();
+    if (result != NATS_OK) {
+      if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
+      return Status::Unavailable(fmt::format("read of cell '{}' in space '{}' failed: {}",
+                                             key.str(), uri_, NatsError(result, 0)));
+    }
+    const char* seq_text = nullptr;
+    natsMsgHeader_Get(got.msg, "Nats-Sequence", &seq_text);
+    std::string_view seq_view = seq_text ? seq_text : "";
+    Cell cell;
+    if (std::from_chars(seq_view.data(), seq_view.data() + seq_view.size(), cell.revision).ec !=
+            std::errc() ||
+        cell.revision == 0) {
+      return Status::DataLoss(
+          fmt::format("space '{}': cell '{}' has no revision ('{}')", uri_, key.str(), seq_view));
+    }
+    const int len = natsMsg_GetDataLength(got.msg);
+    cell.value = Value::CopyOf(natsMsg_GetData(got.msg), static_cast<size_t>(len));
+    stats_.CountBytes(0, cell.value.size());
+    return cell;
+  };
+  auto r = read();
+  stats_.Record(SpaceOp::kReadCell, start, r.ok() ? Status::Ok() : r.status());
+  return r;
+}
+
+Result<uint64_t> NatsSpace::SwapCell(const Key& key, Value value, uint64_t expected,
+                                     Deadline deadline) {
+  const auto start = Clock::now();
+  auto swap = [&]() -> Result<uint64_t> {
+    if (closed_.load()) return CancelledStatus();
+    ACAN_RETURN_IF_ERROR(CheckCellValue(key, value, uri_));
+    stats_.CountBytes(value.size(), 0);
+    uint64_t revision = 0;
+    Status s = Publish(cell_prefix_ + key.str(), value.data(), value.size(), nullptr, deadline,
+                       &expected, &revision);
+    if (s.code() == StatusCode::kFailedPrecondition) {
+      auto now = ReadCell(key);  // the server names no revision: look
+      std::string found = "a later revision";
+      if (now.ok()) {
+        found = now->revision != 0 ? fmt::format("revision {}", now->revision)
+                                   : std::string("no revision (there is no cell)");
+      }
+      return CellMoved(key, expected, uri_, found);
+    }
+    ACAN_RETURN_IF_ERROR(s);
+    return revision;
+  };
+  auto r = swap();
+  stats_.Record(SpaceOp::kSwapCell, start, r.ok() ? Status::Ok() : r.status());
   return r;
 }
 

@@ -20,6 +20,10 @@
 //    matching put arrives, and at least every 50 ms (for a put whose notice raced the look).
 //    Subscriptions are never destroyed while the connection is open: libnats 3.4.1 can crash when
 //    one is destroyed while a message for it is being delivered (nats.c issue 637, fixed in 3.5).
+//  - A cell is the last message on <stream>.r.<key> in the stream <stream>_cells, which keeps one
+//    message a subject (a JetStream KV bucket's layout) and allows no deletes; its revision is
+//    the message's sequence. SwapCell publishes with the expected last sequence of the subject
+//    (none for revision 0), so the server lets exactly one of two swaps from a revision through.
 //  - Requests that fail because the connection is down are retried until the call's deadline
 //    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples.
 // Thread-safe: one connection shared by every thread of the process.
@@ -76,6 +80,9 @@ class NatsSpace final : public Space {
   Result<size_t> Erase(const Pattern& pattern) override;
   // A put returns Ok only once the server acknowledged storing it.
   bool AcknowledgesPuts() const override { return true; }
+  Result<Cell> ReadCell(const Key& key) override;
+  Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
+                            Deadline deadline) override;
   void Close() override;
   SpaceStats Stats() const override;
   const std::string& uri() const override { return uri_; }
@@ -116,7 +123,8 @@ class NatsSpace final : public Space {
   Watch* WatchFor(const std::string& filter);
   NatsSpace(std::string uri, NatsSpaceOptions options);
   Status Connect();
-  Status EnsureStream(const std::string& name, const std::string& subjects);
+  // `cells`: one message a subject, no deletes.
+  Status EnsureStream(const std::string& name, const std::string& subjects, bool cells = false);
 
   // The first tuple matching `filter` at or after sequence `from`, or none.
   Result<std::optional<Head>> FindFrom(const std::string& filter, uint64_t from, Deadline deadline);
@@ -130,8 +138,11 @@ class NatsSpace final : public Space {
   Result<std::vector<Tuple>> Scan(const Pattern& pattern, size_t limit, Deadline deadline);
   template <typename TryOnce>
   Status WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op, TryOnce try_once);
+  // Publishes one message. With `expect_subject_seq`, only if the subject's last message has that
+  // sequence (0: the subject has none), else FailedPrecondition. `seq`: the stored sequence.
   Status Publish(const std::string& subject, const void* data, size_t size,
-                 const char* chunks_header, Deadline deadline);
+                 const char* chunks_header, Deadline deadline,
+                 const uint64_t* expect_subject_seq = nullptr, uint64_t* seq = nullptr);
   Status WaitForRoom(const Key& key, size_t size, Deadline deadline);
   // The server's count of messages per tuple subject matching `filter`: (value size, count).
   Result<std::vector<std::pair<uint64_t, uint64_t>>> SubjectCounts(const std::string& filter,
@@ -156,6 +167,8 @@ class NatsSpace final : public Space {
   const std::string tuple_prefix_;  // <stream>.t.
   const std::string chunk_prefix_;  // <stream>.c.
   const std::string chunk_stream_;
+  const std::string cell_prefix_;  // <stream>.r.
+  const std::string cell_stream_;
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   size_t chunk_bytes_ = 0;
