@@ -84,13 +84,18 @@ void Handler::Run(const std::atomic<bool>& stop) {
       for (const Tuple& t : *got) (void)space_->Put(t.key, t.value);
       return;
     }
+    std::vector<Result<TaskMessage>> pouch_msgs;
+    pouch_msgs.reserve(got->size());
+    for (const Tuple& t : *got) pouch_msgs.push_back(DecodeTaskMessage(t.value));
+    const std::vector<bool> pre_claimed = ClaimPouch(pouch_msgs);
     for (size_t i = 0; i < got->size(); ++i) {
-      const Outcome outcome = RunTask((*got)[i], stop);
+      const Outcome outcome = RunTask((*got)[i], pouch_msgs[i], pre_claimed[i], stop);
       if (outcome == Outcome::kDone) continue;
       // Stopped: the task in hand is lost (or, not started, goes back), the rest of the pouch
-      // was never started and goes back for the others.
+      // was never started and goes back for the others, unclaimed.
       for (size_t j = outcome == Outcome::kLost ? i + 1 : i; j < got->size(); ++j) {
         (void)space_->Put((*got)[j].key, (*got)[j].value);
+        if (pre_claimed[j]) (void)space_->Erase(layout_.Claim(pouch_msgs[j]->spec.key, options_.id));
       }
       return;
     }
@@ -112,9 +117,30 @@ double ThreadCpuMs() {
 }
 }  // namespace
 
-Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& stop) {
+std::chrono::nanoseconds Handler::InHand(int op) const {
+  auto kernel = exec_ns_.find(op), io = io_ns_.find(op);
+  if (kernel == exec_ns_.end() || io == io_ns_.end()) return std::chrono::nanoseconds(0);
+  return std::chrono::nanoseconds(
+      static_cast<int64_t>(env_->SlowDown() * kernel->second + io->second));
+}
+
+std::vector<bool> Handler::ClaimPouch(const std::vector<Result<TaskMessage>>& pouch) {
+  std::vector<bool> claimed(pouch.size(), false);
+  std::chrono::nanoseconds ahead(0);
+  for (size_t i = 0; i < pouch.size(); ++i) {
+    if (!pouch[i].ok()) continue;
+    const auto in_hand = InHand(static_cast<int>(pouch[i]->spec.op));
+    ahead += in_hand.count() > 0 ? in_hand : std::chrono::nanoseconds(kFirstClaim) / 4;
+    if (i == 0) continue;
+    const auto lease = std::max<std::chrono::nanoseconds>(kMinClaim, 4 * ahead);
+    claimed[i] = PutClaim(layout_.Claim(pouch[i]->spec.key, options_.id), lease, false).ok();
+  }
+  return claimed;
+}
+
+Handler::Outcome Handler::RunTask(const Tuple& tuple, const Result<TaskMessage>& decoded,
+                                  bool pre_claimed, const std::atomic<bool>& stop) {
   if (stop.load(std::memory_order_relaxed)) return Outcome::kNotStarted;
-  auto decoded = DecodeTaskMessage(tuple.value);
   if (!decoded.ok()) {
     stats_->bad_tuples.fetch_add(1);
     spdlog::warn("handler {}: dropping task tuple '{}': {}", options_.id, tuple.key.str(),
@@ -122,7 +148,7 @@ Handler::Outcome Handler::RunTask(const Tuple& tuple, const std::atomic<bool>& s
     return Outcome::kDone;
   }
   const TaskMessage& m = *decoded;
-  const Outcome outcome = RunTask(m, stop);
+  const Outcome outcome = RunTask(m, pre_claimed, stop);
   if (outcome == Outcome::kLost) abandoned_.push_back({m.spec.key, m.spec.step});
   return outcome;
 }
@@ -138,28 +164,28 @@ bool Handler::AlreadyDone(const TaskMessage& m) {
   return true;
 }
 
-Handler::Outcome Handler::RunTask(const TaskMessage& m, const std::atomic<bool>& stop) {
+Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
+                                  const std::atomic<bool>& stop) {
   const auto taken = Clock::now();
   if (AlreadyDone(m)) {
     stats_->reused.fetch_add(1);
     DoneMessage done{m.attempt, options_.id, 0, "", {}};
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done));
+    if (pre_claimed) (void)space_->Erase(layout_.Claim(m.spec.key, options_.id));
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
   // Claim it at once, so that from now on a crash here is visible in the space. The claim lasts a
   // few times what this op has been taking here: its kernel (slowed down as we are now) and its
   // reads and writes through the space (over a network, often the larger part).
-  const double speed_now = env_->SlowDown();
   const int op = static_cast<int>(m.spec.op);
   const auto lease = [&]() -> std::chrono::nanoseconds {
-    auto kernel = exec_ns_.find(op), io = io_ns_.find(op);
-    if (kernel == exec_ns_.end() || io == io_ns_.end()) return kFirstClaim;
-    return std::chrono::nanoseconds(
-        static_cast<int64_t>(std::max(double(std::chrono::nanoseconds(kMinClaim).count()),
-                                      4.0 * (speed_now * kernel->second + io->second))));
+    const auto in_hand = InHand(op);
+    if (in_hand.count() == 0) return kFirstClaim;
+    return std::max<std::chrono::nanoseconds>(kMinClaim, 4 * in_hand);
   }();
   const Key claim = layout_.Claim(m.spec.key, options_.id);
-  if (!PutClaim(claim, lease, false).ok()) return Outcome::kLost;
+  // A claim put when the pouch was taken is replaced (the oldest claim goes).
+  if (!PutClaim(claim, lease, pre_claimed).ok()) return Outcome::kLost;
   auto claimed_at = env_->Now();
   // Outside the kernel (where the Env renews it) a claim half gone is renewed too, so that reads
   // and writes slower than the hint do not let it lapse while the task is in hand.

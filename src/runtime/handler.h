@@ -94,8 +94,16 @@ class Handler {
   // What became of a task: done (or dropped as undecodable or stale), lost (stop was set once it
   // had begun: nothing is reported), or not started (stop was set first: put it back).
   enum class Outcome { kDone, kLost, kNotStarted };
-  Outcome RunTask(const Tuple& task, const std::atomic<bool>& stop);
-  Outcome RunTask(const TaskMessage& task, const std::atomic<bool>& stop);
+  // `decoded`: the task's message, or why it does not decode. `pre_claimed`: ClaimPouch claimed it.
+  Outcome RunTask(const Tuple& task, const Result<TaskMessage>& decoded, bool pre_claimed,
+                  const std::atomic<bool>& stop);
+  Outcome RunTask(const TaskMessage& task, bool pre_claimed, const std::atomic<bool>& stop);
+  // How long a task of `op` is expected to be in hand here, now (0: no figure yet).
+  std::chrono::nanoseconds InHand(int op) const;
+  // Claims every task of a pouch but the first (RunTask claims that one) at once, each for four
+  // times what the tasks up to it are expected to take: a task waiting in the pouch behind others
+  // is held, not lost, and the manager must see that at its deadline. True for each one claimed.
+  std::vector<bool> ClaimPouch(const std::vector<Result<TaskMessage>>& pouch);
   bool AlreadyDone(const TaskMessage& task);
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
   Status PutClaim(const Key& claim_key, std::chrono::nanoseconds lease, bool replace);
