@@ -126,14 +126,19 @@ std::chrono::nanoseconds Handler::InHand(int op) const {
 
 std::vector<bool> Handler::ClaimPouch(const std::vector<Result<TaskMessage>>& pouch) {
   std::vector<bool> claimed(pouch.size(), false);
-  std::chrono::nanoseconds ahead(0);
+  std::chrono::nanoseconds ahead(0);  // expected from the take to the start of task i
   for (size_t i = 0; i < pouch.size(); ++i) {
     if (!pouch[i].ok()) continue;
     const auto in_hand = InHand(static_cast<int>(pouch[i]->spec.op));
-    ahead += in_hand.count() > 0 ? in_hand : std::chrono::nanoseconds(kFirstClaim) / 4;
-    if (i == 0) continue;
-    const auto lease = std::max<std::chrono::nanoseconds>(kMinClaim, 4 * ahead);
-    claimed[i] = PutClaim(layout_.Claim(pouch[i]->spec.key, options_.id), lease, false).ok();
+    const auto own = in_hand.count() > 0 ? in_hand : std::chrono::nanoseconds(kFirstClaim) / 4;
+    // Only where the wait may come near the manager's deadline (a quarter of it): a claim is a
+    // write through the space, over a network the larger part of a small task's cost.
+    const int64_t timeout_ns = pouch[i]->timeout_ns;
+    if (i > 0 && (timeout_ns <= 0 || 4 * ahead.count() > timeout_ns)) {
+      const auto lease = std::max<std::chrono::nanoseconds>(kMinClaim, 4 * (ahead + own));
+      claimed[i] = PutClaim(layout_.Claim(pouch[i]->spec.key, options_.id), lease, false).ok();
+    }
+    ahead += own;
   }
   return claimed;
 }

@@ -100,9 +100,10 @@ class Handler {
   Outcome RunTask(const TaskMessage& task, bool pre_claimed, const std::atomic<bool>& stop);
   // How long a task of `op` is expected to be in hand here, now (0: no figure yet).
   std::chrono::nanoseconds InHand(int op) const;
-  // Claims every task of a pouch but the first (RunTask claims that one) at once, each for four
-  // times what the tasks up to it are expected to take: a task waiting in the pouch behind others
-  // is held, not lost, and the manager must see that at its deadline. True for each one claimed.
+  // Claims the tasks of a pouch that wait behind others (RunTask claims each as it starts it) at
+  // once where the wait may come near the manager's deadline, each for four times what the tasks
+  // up to it are expected to take: a task waiting in the pouch is held, not lost, and the manager
+  // must see that at its deadline. True for each one claimed.
   std::vector<bool> ClaimPouch(const std::vector<Result<TaskMessage>>& pouch);
   bool AlreadyDone(const TaskMessage& task);
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).

@@ -294,7 +294,8 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   const std::vector<std::string>& input_keys = t.input_keys;
   t.dispatched = true;
   t.sent_at = env_->Now();
-  t.deadline = t.sent_at + controller_.Timeout(t.spec);
+  const auto timeout = controller_.Timeout(t.spec);
+  t.deadline = t.sent_at + timeout;
   progress_.dispatched++;
   if (reason) {
     progress_.retransmitted++;
@@ -305,7 +306,8 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
     }
   }
   return space_->Put(layout_.Task(t.spec.type, t.spec.key),
-                     EncodeTaskMessage(t.attempt, input_keys, t.encoded_spec));
+                     EncodeTaskMessage(t.attempt, input_keys, t.encoded_spec,
+                                       std::chrono::nanoseconds(timeout).count()));
 }
 
 Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {

@@ -7,7 +7,7 @@
 namespace acan::runtime {
 namespace {
 
-constexpr uint32_t kTaskMagic = 0x41435431;   // "ACT1"
+constexpr uint32_t kTaskMagic = 0x41435432;   // "ACT2"
 constexpr uint32_t kDoneMagic = 0x41434432;   // "ACD2"
 constexpr uint32_t kLeaseMagic = 0x41434c31;  // "ACL1"
 
@@ -71,10 +71,11 @@ class Reader {
 }  // namespace
 
 Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_keys,
-                        std::string_view encoded_spec) {
+                        std::string_view encoded_spec, int64_t timeout_ns) {
   Writer w;
   w.Pod(kTaskMagic);
   w.Pod(attempt);
+  w.Pod(timeout_ns);
   w.Pod<uint32_t>(static_cast<uint32_t>(input_keys.size()));
   for (const auto& k : input_keys) w.Str(k);
   w.Str(encoded_spec);
@@ -86,6 +87,7 @@ Result<TaskMessage> DecodeTaskMessage(const Value& v) {
   TaskMessage m;
   ACAN_RETURN_IF_ERROR(r.Magic(kTaskMagic));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.attempt));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.timeout_ns));
   uint32_t n = 0;
   ACAN_RETURN_IF_ERROR(r.Pod(&n));
   if (n > 4096) return Status::DataLoss(fmt::format("task tuple claims {} inputs", n));

@@ -17,6 +17,8 @@ namespace acan::runtime {
 struct TaskMessage {
   nn::TaskSpec spec;
   int32_t attempt = 1;
+  // The manager's deadline for it, from when it was sent (0: not said).
+  int64_t timeout_ns = 0;
   // The space key each input is read from, in spec.inputs order (state inputs resolved to the
   // version this attempt must read).
   std::vector<std::string> input_keys;
@@ -24,7 +26,7 @@ struct TaskMessage {
 // A TaskMessage with its spec already encoded (nn::EncodeTask): the manager encodes a step's specs
 // when it admits the step, a step ahead, so that sending a task costs no JSON on the critical path.
 Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_keys,
-                        std::string_view encoded_spec);
+                        std::string_view encoded_spec, int64_t timeout_ns = 0);
 Result<TaskMessage> DecodeTaskMessage(const Value& v);
 
 struct DoneMessage {

@@ -26,9 +26,10 @@ TEST(MessagesTest, APreEncodedSpecDecodesToTheTask) {
   std::vector<std::string> keys;  // what Send resolves them to (any keys do here)
   for (const std::string& in : spec.inputs) keys.push_back("job.k." + in);
   for (int32_t attempt : {1, 4}) {  // a resend reuses the encoded spec
-    auto m = DecodeTaskMessage(EncodeTaskMessage(attempt, keys, encoded));
+    auto m = DecodeTaskMessage(EncodeTaskMessage(attempt, keys, encoded, 1000 * attempt));
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->attempt, attempt);
+    EXPECT_EQ(m->timeout_ns, 1000 * attempt);
     EXPECT_EQ(m->input_keys, keys);
     EXPECT_EQ(nn::EncodeTask(m->spec), encoded);
     EXPECT_EQ(m->spec.key, spec.key);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "nn/plan.h"
+#include "runtime/liveness.h"
 #include "runtime/messages.h"
 #include "space/space_wrapper.h"
 
@@ -130,6 +131,47 @@ TEST_F(SupervisorTest, ATaskLostMidRunLeavesNoClaimOnAClosedStepButKeepsOneOnAnO
   telemetry.OnTaskDone(Spec(0).key, 1000);
   telemetry.OnTaskDone(Spec(1).key, 1000);
   EXPECT_EQ(telemetry.recovery().handler_ms.size(), 2u);
+}
+
+// Runs `on_kernel` when a task's kernel begins.
+class KernelHook : public EnvWrapper {
+ public:
+  KernelHook() : EnvWrapper(Env::Default()) {}
+  std::function<void()> on_kernel;
+  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> in,
+                     std::vector<std::vector<float>>* out,
+                     const TaskRunContext& ctx) const override {
+    if (on_kernel) on_kernel();
+    return target()->ExecuteTask(spec, in, out, ctx);
+  }
+};
+
+// A pouch of three: while the first task runs, the two behind it are claimed (held, not lost, for
+// a manager whose deadline passes meanwhile); when the handler dies, they go back unclaimed. (Their
+// messages say no deadline: a task whose deadline is far off is claimed only when it starts.)
+TEST_F(SupervisorTest, EveryTaskOfAPouchIsClaimedWhenItIsTaken) {
+  KernelHook kernel;
+  HandlerOptions ho;
+  ho.id = 2;
+  const std::atomic<int> pouch{3};
+  ho.pouch = &pouch;
+  HandlerSlot slot(space, layout, ho, run, &telemetry, &kernel);
+  for (int64_t step = 0; step < 3; ++step) {
+    ASSERT_TRUE(space->Put(layout.StepOpen(step), Value()).ok());
+    ASSERT_TRUE(space->Put(TaskKey(step), Task(step)).ok());
+  }
+  Liveness liveness(space, &layout, Env::Default());
+  std::vector<ClaimState> behind;
+  kernel.on_kernel = [&] {
+    for (int64_t step = 1; step < 3; ++step) behind.push_back(liveness.ClaimOf(Spec(step).key).value());
+    slot.Crash();
+  };
+  EXPECT_TRUE(slot.RunIncarnation());
+  EXPECT_EQ(behind, (std::vector<ClaimState>{ClaimState::kAlive, ClaimState::kAlive}));
+  for (int64_t step = 1; step < 3; ++step) {
+    EXPECT_TRUE(space->Read(TaskKey(step))->has_value()) << "step " << step << " back";
+    EXPECT_TRUE(space->ReadAll(layout.ClaimPattern(ClaimsOf(step)))->empty()) << "step " << step;
+  }
 }
 
 TEST(RunEndTest, APokeWakesTheWaiterAndTheEndIsFinal) {
