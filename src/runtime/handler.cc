@@ -95,7 +95,8 @@ void Handler::Run(const std::atomic<bool>& stop) {
       // was never started and goes back for the others, unclaimed.
       for (size_t j = outcome == Outcome::kLost ? i + 1 : i; j < got->size(); ++j) {
         (void)space_->Put((*got)[j].key, (*got)[j].value);
-        if (pre_claimed[j]) (void)space_->Erase(layout_.Claim(pouch_msgs[j]->spec.key, options_.id));
+        if (pre_claimed[j])
+          (void)space_->Erase(layout_.Claim(pouch_msgs[j]->spec.key, options_.id));
       }
       return;
     }

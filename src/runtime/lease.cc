@@ -27,10 +27,19 @@ bool TryAgain(const Status& s) {
 
 }  // namespace
 
-Status Lease::PutFree(Space* space, const Key& key) {
+Status Lease::PutFree(Space* space, const Key& key, const Env* env) {
+  env = env ? env : Env::Default();
   const Deadline deadline = Deadline::After(std::chrono::minutes(1));
   for (;;) {
     ACAN_ASSIGN_OR_RETURN(Cell cell, space->ReadCell(key));
+    if (cell.revision != 0) {
+      // Held and not lapsed: a manager of this job that initialised it at the same time as we
+      // did holds it (two managers that start together both see a new job). Leave it be.
+      auto m = DecodeLeaseMessage(cell.value);
+      if (m.ok() && !m->owner.empty() && m->expires_ms >= env->WallNs() / 1000000) {
+        return Status::Ok();
+      }
+    }
     auto swapped = space->SwapCell(key, EncodeLeaseMessage({"", 0}), cell.revision, deadline);
     if (swapped.ok()) return Status::Ok();
     if (!TryAgain(swapped.status()) || deadline.expired()) return swapped.status();

@@ -24,9 +24,10 @@ class Lease {
   Lease(Space* space, Key key, std::string owner, std::chrono::milliseconds duration,
         const Env* env = nullptr);
 
-  // Makes the lease free (lapsed, no owner) for a new job, whatever an earlier job of the same id
-  // left in the cell.
-  static Status PutFree(Space* space, const Key& key);
+  // Makes the lease free (no owner) for a new job, unless a manager holds it now: one that set up
+  // the same new job at the same time and took it first. A lapsed lease an earlier job of the
+  // same id left behind is freed.
+  static Status PutFree(Space* space, const Key& key, const Env* env = nullptr);
 
   // Waits as a standby until the lease is free or ours, then takes it. Cancelled when `stop`
   // is set meanwhile.

@@ -2,6 +2,7 @@
 // server checks, against a real nats-server.
 #include "runtime/lease.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -74,17 +75,27 @@ TEST_F(LeaseTest, AHolderPausedPastItsLeaseKeepsItWhenNoOneTookIt) {
   EXPECT_EQ(Now().owner, "a");
 }
 
-// A new job of an old id: whatever the cell held, the lease is free again, and a manager of the
-// old job that comes back cannot renew it.
-TEST_F(LeaseTest, PutFreeResetsTheLeaseOfAnEarlierJob) {
-  Lease old(space.get(), kKey, "old", std::chrono::hours(1));
-  ASSERT_TRUE(old.Acquire(stop).ok());
+// Two managers set up one new job at the same time: the second one's PutFree leaves the lease
+// the first one took (freeing it would make two active managers). A lapsed lease of an earlier
+// job of the same id is freed, so that the new job's manager does not count a takeover.
+TEST_F(LeaseTest, PutFreeLeavesAHeldLeaseAndFreesALapsedOne) {
+  Lease first(space.get(), kKey, "first", std::chrono::hours(1));
+  ASSERT_TRUE(first.Acquire(stop).ok());
+  const uint64_t held = Revision();
   ASSERT_TRUE(Lease::PutFree(space.get(), kKey).ok());
+  EXPECT_EQ(Revision(), held);
+  EXPECT_EQ(Now().owner, "first");
+  EXPECT_TRUE(first.Renew().ok());
+
+  ManualEnv env;
+  ASSERT_TRUE(Lease::PutFree(space.get(), kKey).ok());  // still held by "first": kept
+  env.Advance(std::chrono::hours(50));                  // long after any lease of "first"
+  ASSERT_TRUE(Lease::PutFree(space.get(), kKey, &env).ok());
   EXPECT_EQ(Now().owner, "");
   Lease fresh(space.get(), kKey, "new", std::chrono::hours(1));
   ASSERT_TRUE(fresh.Acquire(stop).ok());
   EXPECT_FALSE(fresh.took_over());
-  EXPECT_TRUE(old.Renew().IsUnavailable());
+  EXPECT_TRUE(first.Renew().IsUnavailable());
 }
 
 // A cell that does not decode holds no one: a standby takes it at once.
@@ -155,13 +166,16 @@ TEST_F(LeaseTest, OnAManualClockAStandbyTakesOverRightAfterTheLapse) {
 // Many standbys race for one lapsed lease on many threads: exactly one gets it each time.
 TEST_F(LeaseTest, OfManyStandbysExactlyOneTakesALapsedLease) {
   for (int round = 0; round < 20; ++round) {
-    ASSERT_TRUE(Lease::PutFree(space.get(), kKey).ok());
+    // Lapsed (the last round's winner's lease ended long ago), under names not used before.
+    ASSERT_TRUE(
+        space->SwapCell(kKey, EncodeLeaseMessage({"gone", 1}), Revision(), Deadline::After(1s))
+            .ok());
     std::atomic<int> active{0};
     std::vector<std::thread> threads;
     std::atomic<bool> give_up{false};
     for (int i = 0; i < 4; ++i) {
       threads.emplace_back([&, i] {
-        Lease l(space.get(), kKey, "m" + std::to_string(i), std::chrono::hours(1));
+        Lease l(space.get(), kKey, fmt::format("r{}m{}", round, i), std::chrono::hours(1));
         if (l.Acquire(give_up).ok()) active.fetch_add(1);
       });
     }

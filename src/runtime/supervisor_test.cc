@@ -163,7 +163,8 @@ TEST_F(SupervisorTest, EveryTaskOfAPouchIsClaimedWhenItIsTaken) {
   Liveness liveness(space, &layout, Env::Default());
   std::vector<ClaimState> behind;
   kernel.on_kernel = [&] {
-    for (int64_t step = 1; step < 3; ++step) behind.push_back(liveness.ClaimOf(Spec(step).key).value());
+    for (int64_t step = 1; step < 3; ++step)
+      behind.push_back(liveness.ClaimOf(Spec(step).key).value());
     slot.Crash();
   };
   EXPECT_TRUE(slot.RunIncarnation());

@@ -32,6 +32,10 @@ for spec in "data 2 0" "tiles 8 0" "pipeline 2 2" "chain 2 0"; do
 import json, sys
 s, n = json.load(open(sys.argv[1])), int(sys.argv[2])
 assert s["processes"]["handlers"] == n, s["processes"]
+# No fault was injected: a role process that died (a manager that stopped on an error while the
+# standby finished, say) is a bug, however the run ended.
+assert s["processes"]["handler_restarts"] == 0 and s["processes"]["manager_restarts"] == 0, \
+    s["processes"]
 assert s["updates"]["versions_applied"] > 0
 # The version oracle, watching every put at the server from the supervisor: each shard's
 # versions written once, in order, each a proposal that landed before it.
