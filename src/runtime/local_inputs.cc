@@ -10,8 +10,11 @@
 namespace acan::runtime {
 
 Value EncodeJobDescriptor(const JobDescriptor& d) {
-  nlohmann::json j = {
-      {"job", d.job_toml}, {"local_inputs", d.local_inputs}, {"data_sha256", d.data_sha256}};
+  nlohmann::json j = {{"job", d.job_toml},
+                      {"local_inputs", d.local_inputs},
+                      {"data_sha256", d.data_sha256},
+                      {"grain_step_ms", d.grain_step_ms},
+                      {"grain_move_ms", d.grain_move_ms}};
   return Value::FromString(j.dump());
 }
 
@@ -25,6 +28,8 @@ Result<JobDescriptor> DecodeJobDescriptor(const Value& v) {
     d.job_toml = j.at("job").get<std::string>();
     d.local_inputs = j.at("local_inputs").get<bool>();
     d.data_sha256 = j.at("data_sha256").get<std::string>();
+    d.grain_step_ms = j.value("grain_step_ms", 0.0);
+    d.grain_move_ms = j.value("grain_move_ms", 0.0);
   } catch (const std::exception& e) {
     return Status::DataLoss(std::string("the job descriptor lacks a field: ") + e.what());
   }

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -212,16 +211,20 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   // The job as made, its grain included: the one in the space when it is there already (a
   // standby, a resumed job, or another manager that made it first: the oldest descriptor wins).
   JobConfig effective = job;
+  ManagerReport report;
   auto adopt = [&]() -> Result<bool> {
     ACAN_ASSIGN_OR_RETURN(auto made, space.Read(layout.JobDescriptor()));
     if (!made.has_value()) return false;
     ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(made->value));
     ACAN_ASSIGN_OR_RETURN(JobConfig first, ParseJobString(d.job_toml, "the job's descriptor"));
     effective.partition.task_size = first.partition.task_size;
+    report.grain = {};
+    if (d.grain_step_ms > 0) {
+      report.grain = {first.partition.task_size, d.grain_step_ms, d.grain_move_ms};
+    }
     return true;
   };
   ACAN_ASSIGN_OR_RETURN(bool exists, adopt());
-  ManagerReport report;
   if (!exists && job.partition.strategy == Strategy::kChain && job.partition.task_size == 0 &&
       space.AcknowledgesPuts()) {
     ACAN_ASSIGN_OR_RETURN(runtime::ChainGrain g,
@@ -232,12 +235,13 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   runtime::JobDescriptor descriptor;
   descriptor.job_toml = ToToml(effective);
   descriptor.local_inputs = options.handlers_read_data;
+  descriptor.grain_step_ms = report.grain.step_ms;
+  descriptor.grain_move_ms = report.grain.move_ms;
   if (descriptor.local_inputs) descriptor.data_sha256 = runtime::DataSha256(data);
   ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, effective, init, &descriptor));
   (void)space.Erase(layout.DataHint());  // the descriptor says it all now
+  // Another manager may have made the job first with its own measurement: its grain is the job's.
   ACAN_RETURN_IF_ERROR(adopt().status());
-  // Another manager made the job first with its own measurement: its grain is the job's.
-  if (effective.partition.task_size != report.grain.steps) report.grain = {};
 
   runtime::RunOptions run = runtime::RunOptionsFromJob(effective);
   if (options.handlers > 0) run.handlers = options.handlers;
