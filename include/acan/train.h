@@ -39,6 +39,10 @@ struct TrainProgress {
   std::map<std::string, int64_t> retransmit_reasons;
   int64_t duplicates_discarded = 0;
   int64_t versions_applied = 0;  // parameter updates applied, over every shard
+  // An update that found its shard behind its step, and a version applied twice: both must stay 0
+  // (the manager's own count; the version oracle checks the same from outside).
+  int64_t version_gaps = 0;
+  int64_t version_repeats = 0;
   int64_t manager_takeovers = 0;
   bool finished = false;
 };

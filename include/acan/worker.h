@@ -32,6 +32,9 @@ struct HandlerOptions {
   // Task types it runs ("forward", "activation", "loss", "backward", "update"); empty: every type.
   std::vector<std::string> task_types;
   int pouch = 1;         // tasks taken at once
+  // A slow processor (the experiments' speed factors): each task takes this many times its
+  // kernel's time (the kernel runs at full speed, the rest is waited out). >= 1.
+  double slowdown = 1.0;
   std::stop_token stop;  // leave: the task in hand is abandoned, the rest of the pouch put back
   std::chrono::milliseconds poll{50};  // how often an idle handler looks at the stop and the job
 };

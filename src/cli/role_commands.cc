@@ -97,7 +97,8 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
                 {"retransmitted", p.tasks_retransmitted},
                 {"retransmit_reasons", p.retransmit_reasons},
                 {"duplicates_discarded", p.duplicates_discarded}};
-  j["updates"] = {{"versions_applied", p.versions_applied}};
+  j["updates"] = {
+      {"versions_applied", p.versions_applied}, {"gaps", p.version_gaps}, {"repeats", p.version_repeats}};
   j["manager_takeovers"] = p.manager_takeovers;
   j["manager_wall_s"] = wall_s;
   j["train_s"] = r.active_s;
@@ -168,6 +169,7 @@ struct HandlerArgs {
   std::optional<int> id;
   std::vector<std::string> ops;
   int pouch = 1;
+  double slowdown = 1.0;
   bool quiet = false;
 };
 
@@ -177,6 +179,7 @@ int RunHandlerCommand(const HandlerArgs& a) {
   o.id = a.id.value_or(static_cast<int>(getpid()));
   o.task_types = a.ops;
   o.pouch = a.pouch;
+  o.slowdown = a.slowdown;
   o.stop = signals.token();
   auto r = RunHandler(a.space, a.job_id, o);
   if (!r.ok()) return Fail(r.status());
@@ -231,6 +234,10 @@ void AddHandlerCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--pouch", a->pouch, "Tasks taken at once")
       ->capture_default_str()
       ->check(kAtLeastOne);
+  cmd->add_option("--slowdown", a->slowdown,
+                  "A slow processor: each task takes this many times its kernel's time")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
   cmd->add_flag("--quiet", a->quiet, "No closing line");
   cmd->callback([a, exit_code] { *exit_code = RunHandlerCommand(*a); });
 }

@@ -63,6 +63,8 @@ TrainProgress ToTrainProgress(const Progress& p, int64_t steps_per_epoch, int64_
   out.retransmit_reasons = p.retransmit_reasons;
   out.duplicates_discarded = p.duplicates_discarded;
   out.versions_applied = p.versions_applied;
+  out.version_gaps = p.gaps;
+  out.version_repeats = p.repeats;
   out.manager_takeovers = p.manager_takeovers;
   out.finished = p.finished;
   return out;

@@ -90,8 +90,13 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
     if (descriptor.has_value()) break;
     Result<std::optional<Tuple>> state = space.Read(layout.ManagerState());
     if (!state.ok()) return state.status();
-    if (state->has_value())
-      return std::unique_ptr<LocalData>();  // made without a descriptor: inputs in the space
+    if (state->has_value()) {
+      // A manager puts the descriptor before the state: look again, for one put since the look
+      // above. None now: the job was made without one, its inputs are in the space.
+      ACAN_ASSIGN_OR_RETURN(descriptor, space.Read(layout.JobDescriptor()));
+      if (descriptor.has_value()) break;
+      return std::unique_ptr<LocalData>();
+    }
     if (stop.stop_requested()) return std::unique_ptr<LocalData>();
     if (!early) {
       ACAN_ASSIGN_OR_RETURN(auto hint, space.Read(layout.DataHint()));
@@ -141,6 +146,10 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(job_id));
   if (options.id < 0) return Status::InvalidArgument("handler id must be >= 0");
   if (options.pouch < 1) return Status::InvalidArgument("handler pouch must be >= 1");
+  if (!(options.slowdown >= 1.0)) {
+    return Status::InvalidArgument(
+        fmt::format("handler slowdown must be >= 1, not {}", options.slowdown));
+  }
   runtime::HandlerOptions ho;
   ho.id = options.id;
   for (const std::string& name : options.task_types) {
@@ -153,6 +162,9 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;
+  const std::atomic<double> speed{options.slowdown};
+  runtime::SlowedEnv slowed(runtime::Env::Default(), &speed);
+  if (options.slowdown > 1.0) ho.env = &slowed;
   ACAN_ASSIGN_OR_RETURN(ho.incarnation, NextIncarnation(space, layout, options.id));
   std::atomic<bool> stop{false};
   std::stop_callback on_stop(options.stop, [&stop] { stop.store(true); });
