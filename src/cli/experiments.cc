@@ -3,13 +3,16 @@
 // train` plus experiment.json, and exits non-zero when a claim does not hold.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/roles.h"
 #include "cli/run_support.h"
 #include "nn/model.h"
 #include "runtime/process.h"
@@ -21,6 +24,8 @@ struct ExperimentArgs {
   std::string name;
   std::string out;
   bool quick = false;
+  std::string space;  // robustness across processes: the space (nats://... or nats:local)
+  int processes = 0;  // ... and its handler processes; 0: the in-process experiment
 };
 
 constexpr const char* kFeasibility = R"(
@@ -310,12 +315,139 @@ int Robustness(const std::string& out, bool quick) {
   return all ? 0 : 1;
 }
 
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// The robustness experiment with real faults: handler processes and the active manager killed
+// with SIGKILL (p = 1 in every interval T) and started again by the supervisor, speeds 1:5:10,
+// against the fault-free run of the same processes and the in-process mem: run.
+int RobustnessProcesses(const std::string& out, bool quick, const std::string& space,
+                        int processes) {
+  const int64_t samples = quick ? 12288 : 98304;
+  const int64_t epochs = quick ? 1 : 2;
+  auto job = Parse(MlpJob(samples, epochs, 1, 32), "robustness experiment");
+  if (!job.ok()) return Fail(job.status());
+  job->runtime.handlers = processes;
+  const std::string config = out + "/job.toml";
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (Status s = WriteFileAtomically(config, ToToml(*job)); !s.ok()) return Fail(s);
+  std::printf(
+      "robustness across processes over %s: %d handler processes and the manager, MLP "
+      "784-256-256-10, batch 64 in micro-batches of 32, window 1%s\n",
+      space.c_str(), processes, quick ? " (quick)" : "");
+  std::printf("in-process mem: run (the reference):\n");
+  auto mem = TrainAndReport(*job, runtime::RunOptionsFromJob(*job), out + "/mem", false);
+  if (!mem.ok()) return Fail(mem.status());
+  ProcessRunArgs pa;
+  pa.config = config;
+  pa.space = space;
+  pa.handlers = processes;
+  pa.quiet = true;
+  pa.out = out + "/fault-free";
+  std::printf("fault-free run of the processes:\n");
+  if (int rc = RunProcesses(*job, pa); rc != 0) return rc;
+  const nlohmann::json clean = ReadJson(pa.out + "/summary.json");
+  const double step_s = clean.value("train_s", 0.0) / std::max<double>(1, clean.value("steps", 1));
+  // The note's regime is T = 5 s; quick keeps p = 1 and scales T to the measured step (20 steps
+  // an interval, at least 0.5 s): about ten intervals, a kill of each process in each.
+  const double interval = quick ? std::clamp(20 * step_s, 0.5, 5.0) : 5.0;
+  std::printf("  %lld steps in %.2f s (%.1f ms a step); the chaos kills every %.2f s\n",
+              static_cast<long long>(clean.value("steps", int64_t{0})), clean.value("train_s", 0.0),
+              1e3 * step_s, interval);
+  pa.out = out;
+  pa.chaos.interval_s = interval;
+  pa.chaos.probability = 1.0;
+  pa.chaos.manager = true;
+  pa.chaos.seed = 11;
+  pa.chaos.speeds = {1, 5, 10};
+  std::printf("run under kills (seed %llu):\n", static_cast<unsigned long long>(pa.chaos.seed));
+  if (int rc = RunProcesses(*job, pa); rc != 0) return rc;
+  const nlohmann::json s = ReadJson(out + "/summary.json");
+  if (!s.is_object() || !clean.is_object()) {
+    return Fail(Status::DataLoss("a run of the experiment left no summary.json"));
+  }
+  const std::string want = mem->record->summary["weights_sha256"].get<std::string>();
+  const double initial = mem->record->summary["initial_loss"].get<double>();
+  const double loss = s.value("final_epoch_loss", 0.0);
+  const double extra = s["compute"].value("extra_compute_ratio", 0.0);
+  const int64_t hc = s["crashes"].value("handlers", int64_t{0});
+  const int64_t mc = s["crashes"].value("manager", int64_t{0});
+  const auto& rec = s["recovery"];
+  const auto& up = s["updates"];
+  bool all = true;
+  Claim(&all, loss < initial,
+        fmt::format("training converges ({:.5f} -> {:.5f}, last epoch's mean)", initial, loss));
+  Claim(
+      &all, hc > 0 && mc > 0,
+      fmt::format("real kills happened (SIGKILL: {} handler, {} manager; {} tasks lost with them)",
+                  hc, mc, s["crashes"].value("lost_tasks", int64_t{0})));
+  Claim(&all, extra <= 0.15,
+        fmt::format("extra compute ratio at most 0.15 ({:.3f}; the note: about 0.40)", extra));
+  Claim(&all, s.value("weights_sha256", "") == want && clean.value("weights_sha256", "") == want,
+        "with window 1 the weights are bitwise those of the fault-free runs (processes and mem:)");
+  Claim(&all,
+        s["oracle"].value("verdict", "") == "ok" && up.value("gaps", 1) == 0 &&
+            up.value("repeats", 1) == 0,
+        fmt::format("0 version gaps and 0 repeats (oracle at the server: {}; the manager's "
+                    "count: {} gaps, {} repeats)",
+                    s["oracle"].value("verdict", "?"), up.value("gaps", -1),
+                    up.value("repeats", -1)));
+  const auto& hr = rec["handler_crash_to_retransmitted_done"];
+  const auto& ratio = rec["median_recovery_over_own_class_median_task"];
+  if (!hr["median_ms"].is_null() && !ratio.is_null()) {
+    std::printf(
+        "recovery: kill -> the lost task's redo done: median %.1f ms, p95 %.1f ms over %d "
+        "lost tasks; against the median time of its own class: %.1fx (goal <= 3)\n",
+        hr["median_ms"].get<double>(), hr["p95_ms"].get<double>(), hr["count"].get<int>(),
+        ratio.get<double>());
+    Claim(&all, ratio.get<double>() <= 3,
+          fmt::format("recovery at most 3x the lost task's usual time ({:.1f}x)",
+                      ratio.get<double>()));
+  } else {
+    Claim(&all, false, "recovery measured (no kill lost a task)");
+  }
+  const auto& mr = rec["manager_crash_to_next_step"];
+  if (!mr["median_ms"].is_null()) {
+    std::printf(
+        "manager: kill -> the next step applied: median %.1f ms, p95 %.1f ms over %d kills\n",
+        mr["median_ms"].get<double>(), mr["p95_ms"].get<double>(), mr["count"].get<int>());
+  }
+  std::printf("mem: %.2f s; processes fault-free %.2f s; under kills %.2f s\n",
+              mem->record->summary["wall_s"].get<double>(), clean.value("wall_s", 0.0),
+              s.value("wall_s", 0.0));
+  nlohmann::json j = {{"experiment", "robustness"},
+                      {"quick", quick},
+                      {"space", space},
+                      {"processes", processes},
+                      {"interval_s", interval},
+                      {"final_epoch_loss", loss},
+                      {"initial_loss", initial},
+                      {"crashes", s["crashes"]},
+                      {"extra_compute_ratio", extra},
+                      {"bitwise_equal", s.value("weights_sha256", "") == want},
+                      {"recovery", rec},
+                      {"wall_s",
+                       {{"mem", mem->record->summary["wall_s"]},
+                        {"fault_free", clean.value("wall_s", 0.0)},
+                        {"under_kills", s.value("wall_s", 0.0)}}},
+                      {"claims_hold", all}};
+  if (int rc = WriteExperiment(out, j); rc) return rc;
+  return all ? 0 : 1;
+}
+
 int RunExperiment(const ExperimentArgs& args) {
   runtime::TuneProcess();
   std::string out = args.out.empty() ? "out/" + args.name : args.out;
   if (Status s = CheckOutputDir(out); !s.ok()) return Fail(s);
   if (args.name == "feasibility") return Feasibility(out);
   if (args.name == "adaptivity") return Adaptivity(out, args.quick);
+  if (args.processes > 0) {
+    return RobustnessProcesses(out, args.quick, args.space.empty() ? "nats:local" : args.space,
+                               args.processes);
+  }
   return Robustness(out, args.quick);
 }
 
@@ -329,6 +461,12 @@ void AddExperimentCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"feasibility", "adaptivity", "robustness"}));
   cmd->add_option("--out", args->out, "Artefacts directory (default: out/<name>)");
   cmd->add_flag("--quick", args->quick, "A small variant, seconds long (for CI)");
+  cmd->add_option("--processes", args->processes,
+                  "robustness with real faults: this many handler processes and the manager, "
+                  "killed with SIGKILL and started again (over --space)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--space", args->space,
+                  "The space of --processes: nats://host:port or nats:local (the default)");
   cmd->callback([args, exit_code] { *exit_code = RunExperiment(*args); });
 }
 

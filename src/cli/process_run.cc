@@ -18,6 +18,8 @@
 #include "acan/space.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
+#include "runtime/artefacts.h"
+#include "runtime/chaos_account.h"
 #include "runtime/layout.h"
 #include "runtime/liveness.h"
 #include "runtime/version_oracle.h"
@@ -39,8 +41,26 @@ struct Child {
   int id = 0;        // handler id
   pid_t pid = -1;
   int restarts = 0;
-  bool done = false;  // exited 0: the job is finished (or it left on request)
+  int kills = 0;        // of the restarts, the chaos's own kills
+  bool killed = false;  // the chaos killed it: the death waitpid reports next is that one
+  bool done = false;    // exited 0: the job is finished (or it left on request)
 };
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// When, in interval `k` (seconds from its start), the chaos kills process `target` (handlers
+// 0..n-1, the active manager n), if it does: a function of (seed, target, k) alone.
+std::optional<double> KillMoment(const ProcessChaos& chaos, int target, int64_t k) {
+  const uint64_t h = SplitMix64(SplitMix64(chaos.seed ^ (uint64_t(target) << 32)) ^ uint64_t(k));
+  const double roll = double(h >> 11) * 0x1.0p-53;
+  if (roll >= chaos.probability) return std::nullopt;
+  return double(SplitMix64(h) >> 11) * 0x1.0p-53 * chaos.interval_s;
+}
 
 std::string SelfExe() {
   std::error_code ec;
@@ -88,7 +108,8 @@ int64_t LastIncarnation(Space& space, const runtime::Layout& layout, int id) {
 }  // namespace
 
 int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
-  SignalStop signals;
+  // One for the process: an experiment runs several of these in a row.
+  static SignalStop signals;
   std::string uri = a.space.empty() ? job.runtime.space : a.space;
   if (uri.starts_with("mem:")) {
     return Fail(Status::InvalidArgument(fmt::format(
@@ -127,11 +148,15 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // The exactly-once account kept apart from the processes that make it: every version,
   // proposal and task of the job as it reaches the server (runtime/version_oracle.h).
   runtime::VersionOracle oracle(kJobId, job.runtime.window);
+  // What the kills cost, from the same puts (runtime/chaos_account.h).
+  runtime::ChaosAccount account(layout);
   auto* watched = dynamic_cast<nats::NatsSpace*>(space->get());
   if (watched != nullptr) {
-    Status s = watched->WatchPuts(
-        Pattern::Parse(std::string(kJobId) + ".>").value(),
-        [&oracle](const Key& key, const Value& value) { oracle.OnPut(key, value); });
+    Status s = watched->WatchPuts(Pattern::Parse(std::string(kJobId) + ".>").value(),
+                                  [&oracle, &account](const Key& key, const Value& value) {
+                                    oracle.OnPut(key, value);
+                                    account.OnPut(key, value);
+                                  });
     if (!s.ok()) return Fail(s);
   }
   const std::string exe = SelfExe();
@@ -144,9 +169,14 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       if (a.quiet) args.push_back("--quiet");  // else the active one prints the progress
       return args;
     }
-    return std::vector<std::string>{exe,      "handler", "--space", child_uri,
-                                    "--job",  kJobId,    "--id",    std::to_string(c.id),
-                                    "--quiet"};
+    std::vector<std::string> args = {exe,      "handler", "--space", child_uri,
+                                     "--job",  kJobId,    "--id",    std::to_string(c.id),
+                                     "--quiet"};
+    if (!a.chaos.speeds.empty()) {
+      const double speed = a.chaos.speeds[size_t(c.id + c.restarts) % a.chaos.speeds.size()];
+      args.insert(args.end(), {"--slowdown", fmt::format("{}", speed)});
+    }
+    return args;
   };
   std::vector<Child> children;
   children.push_back({"manager", "m0"});
@@ -177,7 +207,56 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     }
   };
   std::optional<std::chrono::steady_clock::time_point> finished_at;
+  // The chaos: the kills of the current interval, by target, not yet made.
+  int64_t interval = -1;
+  std::vector<std::optional<double>> kill_at;
+  int handler_kills = 0, manager_kills = 0;
+  auto kill_child = [&](Child& c) {
+    if (c.pid <= 0) return false;
+    kill(c.pid, SIGKILL);
+    c.kills++;
+    c.killed = true;
+    return true;
+  };
+  auto chaos_turn = [&] {
+    if (a.chaos.interval_s <= 0 || stopping || finished_at) return;
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto k = static_cast<int64_t>(t / a.chaos.interval_s);
+    if (k != interval) {
+      interval = k;
+      kill_at.assign(a.handlers + 1, std::nullopt);
+      for (int target = 0; target <= a.handlers; ++target) {
+        if (target == a.handlers && !a.chaos.manager) continue;
+        kill_at[target] = KillMoment(a.chaos, target, k);
+      }
+    }
+    const double in_interval = t - double(k) * a.chaos.interval_s;
+    for (int target = 0; target <= a.handlers; ++target) {
+      if (!kill_at[target] || *kill_at[target] > in_interval) continue;
+      kill_at[target].reset();
+      if (target < a.handlers) {
+        if (kill_child(children[2 + target])) {
+          account.OnHandlerKilled(target);
+          handler_kills++;
+        }
+        continue;
+      }
+      // The active manager: the one the lease names now.
+      auto lease = (*space)->ReadCell(layout.Lease());
+      if (!lease.ok() || lease->revision == 0) continue;
+      auto m = runtime::DecodeLeaseMessage(lease->value);
+      if (!m.ok()) continue;
+      for (int i = 0; i < 2; ++i) {
+        if (children[i].name == m->owner && kill_child(children[i])) {
+          account.OnManagerKilled();
+          manager_kills++;
+        }
+      }
+    }
+  };
   while (running() > 0) {
+    chaos_turn();
     if (!stopping && signals.signal() != 0) {
       fmt::print(stderr, "acan: stopping (signal {}): every process leaves cleanly\n",
                  signals.signal());
@@ -201,6 +280,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     if (it == children.end()) continue;
     Child& c = *it;
     c.pid = -1;
+    const bool by_chaos = std::exchange(c.killed, false);
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
       c.done = true;
       if (c.role == "manager" && managers_done() && !finished_at) {
@@ -222,7 +302,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       (void)runtime::AnnounceDeath(space->get(), layout, c.id,
                                    LastIncarnation(**space, layout, c.id));
     }
-    if (++c.restarts > kMaxRestartsPerChild) {
+    if (++c.restarts - c.kills > kMaxRestartsPerChild) {
       fmt::print(stderr, "acan: {} {} died {} times; stopping the run\n", c.role, c.name,
                  c.restarts);
       stopping = true;
@@ -230,7 +310,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       stop_all();
       continue;
     }
-    if (!a.quiet) {
+    if (!a.quiet && !by_chaos) {
       fmt::print(stderr, "acan: {} {} (pid {}) died ({}); started again\n", c.role, c.name, pid,
                  Describe(wstatus));
     }
@@ -263,6 +343,21 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   procs["space"] = child_uri;
   summary["processes"] = procs;
   summary["wall_s"] = wall_s;
+  if (a.chaos.interval_s > 0) {
+    summary["crashes"] = {{"handlers", handler_kills},
+                          {"manager", manager_kills},
+                          {"by", "SIGKILL"},
+                          {"interval_s", a.chaos.interval_s},
+                          {"probability", a.chaos.probability},
+                          {"seed", a.chaos.seed},
+                          {"speeds", a.chaos.speeds},
+                          {"lost_tasks", account.lost_tasks()}};
+    summary["recovery"] = runtime::RecoveryJson(account.recovery());
+    summary["compute"] = {{"extra_compute_ratio", account.extra_compute_ratio()},
+                          {"measured",
+                           "kernel time of every report and of killed handlers' "
+                           "tasks in hand, over the first report of each task"}};
+  }
   // What the role processes moved through the server: each puts its account as it exits (one
   // killed by a signal cannot, so this counts the processes that ended on their own).
   int64_t bytes_put = 0, bytes_returned = 0, calls = 0, reports = 0;

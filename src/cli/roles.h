@@ -32,12 +32,28 @@ class SignalStop {
 // Writes `text` to `path` through a temporary file, so the file is never half written.
 Status WriteFileAtomically(const std::string& path, const std::string& text);
 
+// Real faults for a run of processes (the robustness experiment across processes): in every
+// interval of `interval_s`, each handler process and the active manager is killed with SIGKILL
+// with probability `probability`, at a moment drawn in the interval; the supervisor starts it
+// again at once. Kill moments are a function of (seed, process, interval) alone, so a seed
+// replays the schedule (the timing of what they hit is the run's).
+struct ProcessChaos {
+  double interval_s = 0;  // 0: no kills
+  double probability = 1.0;
+  bool manager = true;  // the active manager too
+  uint64_t seed = 11;
+  // Handlers' slow-downs (the note's speed factors), handler h's incarnation i running at
+  // speeds[(h + i) % size]: a kill changes its speed. Empty: all at full speed.
+  std::vector<double> speeds;
+};
+
 struct ProcessRunArgs {
   std::string config;  // the job file, as given
   std::string space;   // URI; "nats:local" starts a private server in <out>/nats
   std::string out;
   int handlers = 1;
   bool quiet = false;
+  ProcessChaos chaos;
 };
 
 // Runs the job as processes: an active manager, a standby and `handlers` handler processes

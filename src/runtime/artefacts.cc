@@ -22,6 +22,56 @@ Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const
   return f;
 }
 
+nlohmann::json RecoveryJson(const RecoveryStats& stats) {
+  using nlohmann::json;
+  auto quantiles = [](std::vector<double> v) {
+    json q = {{"count", v.size()}, {"median_ms", nullptr}, {"p95_ms", nullptr}};
+    if (v.empty()) return q;
+    std::sort(v.begin(), v.end());
+    q["median_ms"] = v[v.size() / 2];
+    q["p95_ms"] = v[std::min(v.size() - 1, v.size() * 95 / 100)];
+    return q;
+  };
+  json recovery = {{"handler_crash_to_retransmitted_done", quantiles(stats.handler_ms)},
+                   {"manager_crash_to_next_step", quantiles(stats.manager_ms)},
+                   {"task", quantiles(stats.task_ms)},
+                   {"lost_task", quantiles(stats.lost_task_ms)}};
+  const json& hq = recovery["handler_crash_to_retransmitted_done"];
+  const json& tq = recovery["task"];
+  recovery["median_recovery_over_median_task"] =
+      hq["median_ms"].is_null() || tq["median_ms"].is_null() || tq["median_ms"].get<double>() <= 0
+          ? json(nullptr)
+          : json(hq["median_ms"].get<double>() / tq["median_ms"].get<double>());
+  const json& lq = recovery["lost_task"];
+  recovery["median_recovery_over_median_lost_task"] =
+      hq["median_ms"].is_null() || lq["median_ms"].is_null() || lq["median_ms"].get<double>() <= 0
+          ? json(nullptr)
+          : json(hq["median_ms"].get<double>() / lq["median_ms"].get<double>());
+  // Each lost task against the median time of its own class (the same task in the other steps):
+  // the median task of a run is often a bias update of a few microseconds, which nobody loses.
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  json by_class = json::object();
+  for (const auto& [cls, v] : stats.task_ms_by_class) by_class[cls] = quantiles(v);
+  recovery["task_by_class"] = by_class;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < stats.lost_classes.size() && i < stats.handler_ms.size(); ++i) {
+    auto it = stats.task_ms_by_class.find(stats.lost_classes[i]);
+    const double m = it == stats.task_ms_by_class.end() ? 0 : median(it->second);
+    if (m > 0) ratios.push_back(stats.handler_ms[i] / m);
+  }
+  recovery["median_recovery_over_own_class_median_task"] =
+      ratios.empty() ? json(nullptr) : json(median(ratios));
+  recovery["manager_recovery"] = quantiles(stats.manager_recovery_ms);
+  std::vector<double> calls(stats.manager_recovery_calls.begin(),
+                            stats.manager_recovery_calls.end());
+  recovery["manager_recovery_space_calls_max"] =
+      calls.empty() ? json(nullptr) : json(*std::max_element(calls.begin(), calls.end()));
+  return recovery;
+}
+
 nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
                            const RunFigures& figures) {
   using nlohmann::json;
@@ -92,53 +142,7 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
                      {"task_size", p.task_size},    {"pouch", c.pouch},
                      {"handler_pouch", run.pouch},  {"completion_rate", c.completion_rate},
                      {"decisions", decisions}};
-  auto quantiles = [](std::vector<double> v) {
-    json q = {{"count", v.size()}, {"median_ms", nullptr}, {"p95_ms", nullptr}};
-    if (v.empty()) return q;
-    std::sort(v.begin(), v.end());
-    q["median_ms"] = v[v.size() / 2];
-    q["p95_ms"] = v[std::min(v.size() - 1, v.size() * 95 / 100)];
-    return q;
-  };
-  json recovery = {{"handler_crash_to_retransmitted_done", quantiles(run.recovery.handler_ms)},
-                   {"manager_crash_to_next_step", quantiles(run.recovery.manager_ms)},
-                   {"task", quantiles(run.recovery.task_ms)},
-                   {"lost_task", quantiles(run.recovery.lost_task_ms)}};
-  const json& hq = recovery["handler_crash_to_retransmitted_done"];
-  const json& tq = recovery["task"];
-  recovery["median_recovery_over_median_task"] =
-      hq["median_ms"].is_null() || tq["median_ms"].is_null() || tq["median_ms"].get<double>() <= 0
-          ? json(nullptr)
-          : json(hq["median_ms"].get<double>() / tq["median_ms"].get<double>());
-  const json& lq = recovery["lost_task"];
-  recovery["median_recovery_over_median_lost_task"] =
-      hq["median_ms"].is_null() || lq["median_ms"].is_null() || lq["median_ms"].get<double>() <= 0
-          ? json(nullptr)
-          : json(hq["median_ms"].get<double>() / lq["median_ms"].get<double>());
-  // Each lost task against the median time of its own class (the same task in the other steps):
-  // the median task of a run is often a bias update of a few microseconds, which nobody loses.
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  };
-  json by_class = json::object();
-  for (const auto& [cls, v] : run.recovery.task_ms_by_class) by_class[cls] = quantiles(v);
-  recovery["task_by_class"] = by_class;
-  std::vector<double> ratios;
-  for (size_t i = 0; i < run.recovery.lost_classes.size() && i < run.recovery.handler_ms.size();
-       ++i) {
-    auto it = run.recovery.task_ms_by_class.find(run.recovery.lost_classes[i]);
-    const double m = it == run.recovery.task_ms_by_class.end() ? 0 : median(it->second);
-    if (m > 0) ratios.push_back(run.recovery.handler_ms[i] / m);
-  }
-  recovery["median_recovery_over_own_class_median_task"] =
-      ratios.empty() ? json(nullptr) : json(median(ratios));
-  recovery["manager_recovery"] = quantiles(run.recovery.manager_recovery_ms);
-  std::vector<double> calls(run.recovery.manager_recovery_calls.begin(),
-                            run.recovery.manager_recovery_calls.end());
-  recovery["manager_recovery_space_calls_max"] =
-      calls.empty() ? json(nullptr) : json(*std::max_element(calls.begin(), calls.end()));
-  j["recovery"] = recovery;
+  j["recovery"] = RecoveryJson(run.recovery);
   // What the run held in the space: at the end and at the peak, by key class.
   auto resident = [](const ResidentCount& c) {
     return json{{"tuples", c.tuples},

@@ -22,6 +22,9 @@ struct RunFigures {
 Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                             const RunResult& run);
 
+// summary.json's "recovery": crash-to-redo times against the lost tasks' classes, the manager's.
+nlohmann::json RecoveryJson(const RecoveryStats& stats);
+
 nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
                            const RunFigures& figures);
 

@@ -290,6 +290,8 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   } else {
     done.error = s.ToString();
   }
+  done.in_hand_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - taken).count();
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }

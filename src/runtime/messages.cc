@@ -8,7 +8,7 @@ namespace acan::runtime {
 namespace {
 
 constexpr uint32_t kTaskMagic = 0x41435432;   // "ACT2"
-constexpr uint32_t kDoneMagic = 0x41434432;   // "ACD2"
+constexpr uint32_t kDoneMagic = 0x41434433;   // "ACD3"
 constexpr uint32_t kLeaseMagic = 0x41434c31;  // "ACL1"
 
 class Writer {
@@ -82,6 +82,14 @@ Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_k
   return w.Done();
 }
 
+Result<int32_t> TaskMessageAttempt(const Value& v) {
+  Reader r(v, "task");
+  int32_t attempt = 0;
+  ACAN_RETURN_IF_ERROR(r.Magic(kTaskMagic));
+  ACAN_RETURN_IF_ERROR(r.Pod(&attempt));
+  return attempt;
+}
+
 Result<TaskMessage> DecodeTaskMessage(const Value& v) {
   Reader r(v, "task");
   TaskMessage m;
@@ -113,6 +121,7 @@ Value EncodeDoneMessage(const DoneMessage& m) {
   w.Str(m.error);
   w.Pod<uint32_t>(static_cast<uint32_t>(m.missing.size()));
   for (const std::string& k : m.missing) w.Str(k);
+  w.Pod(m.in_hand_ns);
   return w.Done();
 }
 
@@ -129,6 +138,7 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
   if (n > 4096) return Status::DataLoss(fmt::format("done tuple claims {} missing inputs", n));
   m.missing.resize(n);
   for (auto& k : m.missing) ACAN_RETURN_IF_ERROR(r.Str(&k));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.in_hand_ns));
   ACAN_RETURN_IF_ERROR(r.End());
   return m;
 }

@@ -28,6 +28,8 @@ struct TaskMessage {
 Value EncodeTaskMessage(int32_t attempt, const std::vector<std::string>& input_keys,
                         std::string_view encoded_spec, int64_t timeout_ns = 0);
 Result<TaskMessage> DecodeTaskMessage(const Value& v);
+// Only a task message's attempt, without decoding its spec (an observer of every put).
+Result<int32_t> TaskMessageAttempt(const Value& v);
 
 struct DoneMessage {
   int32_t attempt = 0;
@@ -37,6 +39,9 @@ struct DoneMessage {
   // Non-empty: the task did not run because these inputs (space keys) were not in the space; the
   // manager brings them back (docs/architecture.md) and sends the task again.
   std::vector<std::string> missing;
+  // From taking the task to reporting it: its kernel and its reads and writes through the space
+  // (0: not said). What a task usually costs its handler, trips through a server included.
+  int64_t in_hand_ns = 0;
 };
 Value EncodeDoneMessage(const DoneMessage& m);
 Result<DoneMessage> DecodeDoneMessage(const Value& v);

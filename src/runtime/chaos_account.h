@@ -1,0 +1,65 @@
+// ChaosAccount: what a supervisor of processes learns about real kills from the puts it watches at
+// the server (NatsSpace::WatchPuts), independent of the processes it kills: which handler holds
+// which task (its claims), which tasks a kill loses, how long each one's redo took from the kill
+// (against the usual time of its class: the same task in the other steps), the next step after a
+// manager's kill, and the compute done more than once. It keeps a Telemetry, so summary.json's
+// "recovery" has the in-process run's fields; a task's time there is its time in its handler's
+// hands, from the take to the report (the trips through the server are most of it across
+// processes), not its kernel's time alone.
+// Thread-safe: puts arrive on a libnats thread, kills on the supervisor's.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "acan/key.h"
+#include "acan/value.h"
+#include "runtime/layout.h"
+#include "runtime/telemetry.h"
+
+namespace acan::runtime {
+
+class ChaosAccount {
+ public:
+  explicit ChaosAccount(const Layout& layout) : layout_(layout) {}
+
+  // Every put of the job, in the order the server received them.
+  void OnPut(const Key& key, const Value& value);
+  // Handler `id` was killed now: the tasks it holds are lost, their redo timed from now.
+  void OnHandlerKilled(int id);
+  // The active manager was killed now: the next step's completion is timed from now.
+  void OnManagerKilled();
+
+  RecoveryStats recovery() const;
+  // Kernel time of every report, and of the work lost in killed handlers (claim to kill), over
+  // the kernel time of the first report of each task, less one; 0 before any report.
+  double extra_compute_ratio() const;
+  int64_t lost_tasks() const;
+
+ private:
+  struct Held {
+    int handler = -1;
+    Clock::time_point since;
+  };
+  struct Lost {
+    Clock::time_point at;  // the kill
+    int32_t attempt = 0;   // the attempt it held: only a later one's report is the redo
+  };
+  const Layout layout_;
+  Telemetry telemetry_;
+  mutable std::mutex mu_;
+  std::map<std::string, Held> held_;        // GUARDED_BY(mu_): task key -> its last claim
+  std::map<std::string, bool> done_;        // GUARDED_BY(mu_): task keys reported at least once
+  std::map<std::string, int32_t> attempt_;  // GUARDED_BY(mu_): each task's last attempt sent
+  std::map<std::string, Lost> lost_now_;    // GUARDED_BY(mu_): lost, not yet redone
+  // GUARDED_BY(mu_): kill -> redo reported, the redo's own time, its class (as RecoveryStats).
+  std::vector<double> recovery_ms_, redo_ms_;
+  std::vector<std::string> redo_classes_;
+  double useful_s_ = 0;  // GUARDED_BY(mu_)
+  double total_s_ = 0;   // GUARDED_BY(mu_)
+  int64_t lost_ = 0;     // GUARDED_BY(mu_)
+};
+
+}  // namespace acan::runtime
