@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The space's server restarts in the middle of a run: a nats-server on loopback with file storage
+# (started here, stopped by its PID), `acan train --processes 2` over it; once steps are being
+# applied the server is SIGKILLed and started again on the same store and port. Every client
+# reconnects on its own (NatsSpace retries a call until its deadline); the run completes with
+# bitwise the weights of the in-process mem: run, and steps are applied after the restart (the
+# handlers took tasks again). Usage: server_restart.sh ACAN_BINARY
+set -euo pipefail
+acan=${1:?usage: $0 ACAN_BINARY}
+server=${ACAN_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
+work=$(mktemp -d)
+pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
+source "$(dirname "$0")/small_job.sh"
+trap stop_started EXIT
+fail() { echo "FAIL: $*" >&2; tail -n 20 "$work"/*.log >&2 || true; exit 1; }
+
+small_job "$work/job.toml" data 2 0 4000  # 1000 steps
+"$acan" train "$work/job.toml" --out "$work/mem" --quiet
+want=$(weights_of "$work/mem/summary.json")
+
+start_server() {  # start_server PORT_FLAG: the server's PID in $ns
+  "$server" -a 127.0.0.1 -p "$1" -js -sd "$work/js" --ports_file_dir "$work" \
+    >> "$work/nats.log" 2>&1 &
+  ns=$!
+  pids+=("$ns")
+}
+start_server -1
+url=""
+for _ in $(seq 1 100); do
+  if [[ -f "$work/nats-server_$ns.ports" ]]; then
+    url=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nats"][0])' \
+      "$work/nats-server_$ns.ports" 2>/dev/null || true)
+    [[ -n "$url" ]] && break
+  fi
+  sleep 0.1
+done
+[[ -n "$url" ]] || fail "nats-server did not report its port"
+port=${url##*:}
+
+"$acan" train "$work/job.toml" --space "$url?storage=file" --processes 2 --out "$work/run" \
+  > "$work/train.log" 2>&1 &
+train=$!
+pids+=("$train")
+# Steps are being applied: the manager's progress line says so (or metrics.csv has rows).
+for _ in $(seq 1 600); do
+  [[ -s "$work/run/metrics.csv" ]] && break
+  grep -q "step [1-9]" "$work/train.log" 2>/dev/null && break
+  sleep 0.05
+done
+sleep 0.5
+kill -0 "$train" 2>/dev/null || fail "the run ended before the server was killed: a longer job"
+kill -KILL "$ns"
+wait "$ns" 2>/dev/null || true
+echo "killed nats-server (pid $ns) in the middle of the run"
+sleep 0.5
+start_server "$port"
+for _ in $(seq 1 100); do
+  [[ -f "$work/nats-server_$ns.ports" ]] && break
+  sleep 0.1
+done
+echo "started it again on port $port, the same store (pid $ns)"
+wait "$train" || fail "the run failed after the server restart"
+got=$(weights_of "$work/run/summary.json")
+[[ "$got" == "$want" ]] || fail "weights $got differ from the mem: run's $want"
+/usr/bin/python3 - "$work/run/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["steps"] == 1000, s["steps"]
+print(f"{s['steps']} steps; retransmitted {s['tasks']['retransmitted']} "
+      f"{s['tasks']['retransmit_reasons']}; restarts {s['processes']['restarts']}; "
+      f"oracle {s['oracle']['verdict']}")
+PY
+echo "server restart: the run completed over the restarted server; weights bitwise the mem: run's"
