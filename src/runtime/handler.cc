@@ -6,6 +6,7 @@
 #include <ctime>
 #include <thread>
 
+#include "common/kill_point.h"
 #include "nn/executor.h"
 #include "nn/plan.h"
 #include "runtime/messages.h"
@@ -84,6 +85,7 @@ void Handler::Run(const std::atomic<bool>& stop) {
       for (const Tuple& t : *got) (void)space_->Put(t.key, t.value);
       return;
     }
+    KillPoint("take");
     std::vector<Result<TaskMessage>> pouch_msgs;
     pouch_msgs.reserve(got->size());
     for (const Tuple& t : *got) pouch_msgs.push_back(DecodeTaskMessage(t.value));
@@ -192,6 +194,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   const Key claim = layout_.Claim(m.spec.key, options_.id);
   // A claim put when the pouch was taken is replaced (the oldest claim goes).
   if (!PutClaim(claim, lease, pre_claimed).ok()) return Outcome::kLost;
+  KillPoint("claim");
   auto claimed_at = env_->Now();
   // Outside the kernel (where the Env renews it) a claim half gone is renewed too, so that reads
   // and writes slower than the hint do not let it lapse while the task is in hand.
@@ -268,6 +271,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   };
   context.kernel_ns = &kernel_ns;
   Status s = env_->ExecuteTask(m.spec, spans, &outputs, context);
+  KillPoint("kernel");
   if (claim_lost) return Outcome::kLost;
   const double cpu_ms = options_.trace ? ThreadCpuMs() - cpu0 : 0;
   Smooth(&exec_ns_[op], double(kernel_ns));
@@ -287,6 +291,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
       Status put = space_->Put(std::move(key), std::move(value));
       if (!put.ok()) return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
     }
+    KillPoint("output");
   } else {
     done.error = s.ToString();
   }
@@ -295,6 +300,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
+  KillPoint("done");
   // From the take to the report, less the kernel: what the claim must also cover.
   const double held_ns = double(std::chrono::nanoseconds(Clock::now() - taken).count());
   Smooth(&io_ns_[op], std::max(0.0, held_ns - double(exec_ns)));

@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "common/kill_point.h"
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
@@ -166,6 +167,11 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   runtime::SlowedEnv slowed(runtime::Env::Default(), &speed);
   if (options.slowdown > 1.0) ho.env = &slowed;
   ACAN_ASSIGN_OR_RETURN(ho.incarnation, NextIncarnation(space, layout, options.id));
+  // The kill-point test hook (common/kill_point.h), for the handler it names.
+  if (const char* target = std::getenv("ACAN_TEST_KILL_HANDLER");
+      target != nullptr && std::to_string(options.id) == target) {
+    ArmKillPoints();
+  }
   std::atomic<bool> stop{false};
   std::stop_callback on_stop(options.stop, [&stop] { stop.store(true); });
   ho.until = [&] { return JobFinished(space, layout); };

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "common/kill_point.h"
 #include "space/cell_internal.h"
 #include "space/uri_internal.h"
 
@@ -149,6 +150,7 @@ Status NatsSpace::Connect() {
         "the NATS server at '{}' allows only {} bytes per message", options_.servers, max_payload));
   }
   chunk_bytes_ = static_cast<size_t>(max_payload) - kHeaderAllowance;
+  if (options_.chunk_bytes > 0) chunk_bytes_ = std::min(chunk_bytes_, options_.chunk_bytes);
   return Status::Ok();
 }
 
@@ -338,6 +340,7 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
     Status chunk = Publish(ChunkSubject(id, i), value.data() + offset,
                            std::min(chunk_bytes_, size - offset), nullptr, deadline);
     if (!chunk.ok()) return done(chunk);
+    if (i + 1 < count) KillPoint("chunk");
   }
   const std::string header = fmt::format("{} {} {}", count, Crc32(value.data(), size), id);
   return done(Publish(subject, nullptr, 0, header.c_str(), deadline));
@@ -915,6 +918,13 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
   ACAN_ASSIGN_OR_RETURN(uint64_t retry_ms, uri.UintParam("retry_ms", 60000));
   options.request_ms = static_cast<int64_t>(std::max<uint64_t>(request_ms, 1));
   options.retry_ms = static_cast<int64_t>(retry_ms);
+  ACAN_ASSIGN_OR_RETURN(uint64_t chunk_bytes, uri.UintParam("chunk_bytes", 0));
+  if (chunk_bytes != 0 && chunk_bytes < 1024) {
+    return Status::InvalidArgument(fmt::format(
+        "space URI '{}': chunk_bytes={} must be at least 1024 (0: as large as a message allows)",
+        uri.text, chunk_bytes));
+  }
+  options.chunk_bytes = static_cast<size_t>(chunk_bytes);
 
   std::unique_ptr<LocalNatsServer> server;
   if (local) {

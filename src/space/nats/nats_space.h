@@ -52,6 +52,7 @@ struct NatsSpaceOptions {
   int replicas = 1;             // stream replicas (a cluster: 3)
   int64_t request_ms = 5000;    // one request's wait for its reply
   int64_t retry_ms = 60000;     // how long a non-blocking call retries a lost connection
+  size_t chunk_bytes = 0;       // values above this travel in chunks; 0: what a message allows
   SpaceOptions limits;
 };
 
