@@ -101,7 +101,10 @@ std::string Lease::Holder() const {
   return m.ok() && !m->owner.empty() ? m->owner : "another manager";
 }
 
-Status Lease::Keep() { return env_->Now() >= renew_at_ ? Renew() : Status::Ok(); }
+Status Lease::Keep() {
+  if (revision_ == 0) return Status::FailedPrecondition(owner_ + " has not taken the lease");
+  return env_->Now() >= renew_at_ ? Renew() : Status::Ok();
+}
 
 Status Lease::Renew() {
   // A swap from our own last revision succeeds only if no one wrote the cell since, also after

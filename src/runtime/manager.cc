@@ -22,13 +22,14 @@ using std::chrono::nanoseconds;
 
 Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Dataset* data,
                  ManagerOptions options)
-    : space_(space),
+    : raw_space_(space),
       layout_(std::move(layout)),
       job_(job),
       data_(data),
       options_(std::move(options)),
       env_(options_.env ? options_.env : Env::Default()),
-      lease_(space_, layout_.Lease(), options_.owner, options_.lease, env_),
+      lease_(raw_space_, layout_.Lease(), options_.owner, options_.lease, env_),
+      fenced_(raw_space_, [this] { return lease_.Keep(); }),
       versions_(space_, &layout_, options_.window),
       liveness_(space_, &layout_, env_),
       controller_([&] {

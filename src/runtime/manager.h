@@ -35,6 +35,7 @@
 #include "runtime/dataflow.h"
 #include "runtime/dispatch.h"
 #include "runtime/env.h"
+#include "runtime/fenced_space.h"
 #include "runtime/layout.h"
 #include "runtime/lease.h"
 #include "runtime/liveness.h"
@@ -148,13 +149,16 @@ class Manager {
   Clock::time_point NextWake() const;
   Result<const nn::Plan*> PlanFor(int64_t task_size);
 
-  Space* space_;
+  Space* raw_space_;  // the lease's
   Layout layout_;
   const JobConfig* job_;
   const nn::Dataset* data_;
   ManagerOptions options_;
   const Env* env_;  // deadlines, task times and the lease are on its clock
   Lease lease_;
+  // Everything else goes through the fence: no write without the lease (runtime/fenced_space.h).
+  FencedSpace fenced_;
+  Space* space_ = &fenced_;
   VersionStore versions_;
   Liveness liveness_;
   Dispatcher dispatcher_;

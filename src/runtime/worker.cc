@@ -309,8 +309,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     runtime::Manager manager(&space, layout, &effective, &data, mo);
     Status s = manager.Run(stop);
     if (s.ok()) break;
-    if (stop.load()) break;           // stopped (Cancelled), as if killed
-    if (s.IsUnavailable()) continue;  // lost the lease: a standby again
+    if (stop.load()) break;   // stopped (Cancelled), as if killed
+    if (s.IsUnavailable()) {  // lost the lease (refused at a write): a standby again
+      spdlog::warn("manager {}: {}; standing by again", options.name, s.ToString());
+      continue;
+    }
     return s;
   }
   if (active_at) report.active_s = std::chrono::duration<double>(Clock::now() - *active_at).count();
