@@ -122,7 +122,18 @@ Result<std::unique_ptr<NatsSpace>> NatsSpace::Open(std::string uri, NatsSpaceOpt
 Status NatsSpace::Connect() {
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.servers.c_str());
+  // A list of servers (a cluster): each a URL of its own (natsOptions_SetURL takes one).
+  std::vector<std::string> urls;
+  for (std::string_view rest = options_.servers; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    urls.emplace_back(rest.substr(0, comma));
+    rest.remove_prefix(comma == std::string_view::npos ? rest.size() : comma + 1);
+  }
+  std::vector<const char*> url_ptrs;
+  for (const std::string& u : urls) url_ptrs.push_back(u.c_str());
+  if (s == NATS_OK) {
+    s = natsOptions_SetServers(opts, url_ptrs.data(), static_cast<int>(url_ptrs.size()));
+  }
   if (s == NATS_OK) s = natsOptions_SetName(opts, "acan");
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
   // A lost server is waited for, not given up on: the calls' deadlines bound the wait.

@@ -212,6 +212,17 @@ TEST(NatsSpaceTest, BadUrisAreClearErrors) {
   }
 }
 
+// A list of servers (a cluster's): the client connects to one that answers, here the second.
+TEST(NatsSpaceTest, AListOfServersConnectsToOneThatAnswers) {
+  const std::string url = testing::TestServer().url();  // nats://127.0.0.1:PORT
+  const std::string host_port = url.substr(std::string("nats://").size());
+  auto space = OpenSpace("nats://127.0.0.1:1," + host_port + "?storage=memory&stream=" +
+                         testing::UniqueStream("list"));
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_TRUE((*space)->Put("k", Value::FromString("v")).ok());
+  EXPECT_EQ((*space)->Read("k").value()->value.AsString(), "v");
+}
+
 TEST(NatsSpaceTest, AnUnreachableServerIsAClearError) {
   auto s = OpenSpace("nats://127.0.0.1:1");
   ASSERT_FALSE(s.ok());
