@@ -21,6 +21,7 @@
 #include "runtime/artefacts.h"
 #include "runtime/chaos_account.h"
 #include "runtime/layout.h"
+#include "runtime/lease.h"
 #include "runtime/liveness.h"
 #include "runtime/version_oracle.h"
 #include "space/nats/nats_space.h"
@@ -301,6 +302,10 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     if (c.role == "handler") {
       (void)runtime::AnnounceDeath(space->get(), layout, c.id,
                                    LastIncarnation(**space, layout, c.id));
+    } else {
+      // A dead manager's lease is free at once: the standby, loaded and waiting, takes over at
+      // its next look rather than when the lease lapses.
+      (void)runtime::Lease::FreeIfHeldBy(space->get(), layout.Lease(), c.name);
     }
     if (++c.restarts - c.kills > kMaxRestartsPerChild) {
       fmt::print(stderr, "acan: {} {} died {} times; stopping the run\n", c.role, c.name,

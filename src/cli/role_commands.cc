@@ -97,8 +97,9 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
                 {"retransmitted", p.tasks_retransmitted},
                 {"retransmit_reasons", p.retransmit_reasons},
                 {"duplicates_discarded", p.duplicates_discarded}};
-  j["updates"] = {
-      {"versions_applied", p.versions_applied}, {"gaps", p.version_gaps}, {"repeats", p.version_repeats}};
+  j["updates"] = {{"versions_applied", p.versions_applied},
+                  {"gaps", p.version_gaps},
+                  {"repeats", p.version_repeats}};
   j["manager_takeovers"] = p.manager_takeovers;
   j["manager_wall_s"] = wall_s;
   j["train_s"] = r.active_s;
@@ -154,7 +155,11 @@ int RunManagerCommand(const ManagerArgs& a) {
     if (!a.quiet) fmt::print(stderr, "acan: manager {} stopped before the job ended\n", o.name);
     return 3;
   }
-  if (r->applied_last_step && r->model && !a.out.empty()) {
+  // The manager that applied the last step writes the artefacts; one that only found the job
+  // finished writes them when they are not there (the one that finished died before it could).
+  const bool missing =
+      !a.out.empty() && !std::filesystem::exists(std::filesystem::path(a.out) / "summary.json");
+  if ((r->applied_last_step || missing) && r->model && !a.out.empty()) {
     ManagerArgs named = a;
     named.name = o.name;
     if (Status s = WriteManagerArtefacts(named, *job, *r, wall_s); !s.ok()) return Fail(s);

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "nn/dataset.h"
@@ -208,6 +209,26 @@ TEST_F(DeadlineTest, AManagerThatLostItsLeaseStops) {
   thread.join();
   EXPECT_TRUE(status.IsUnavailable()) << status.ToString();
   EXPECT_NE(status.message().find("usurper"), std::string::npos) << status.ToString();
+}
+
+// Managers that start together both see a new job: one sets it up, the other waits for it, so
+// each shard's version 0 is put once (the oracle across processes counts a second put as a copy).
+TEST_F(DeadlineTest, ManagersSettingUpOneNewJobAtOnceSetItUpOnce) {
+  const Layout other("job2");
+  std::vector<std::thread> managers;
+  for (int i = 0; i < 4; ++i) {
+    managers.emplace_back([&] {
+      EXPECT_TRUE(Manager::InitJob(inner.get(), other, job, *nn::InitialModel(job)).ok());
+    });
+  }
+  for (auto& t : managers) t.join();
+  auto versions = inner->ReadAll("job2.p.>");
+  ASSERT_TRUE(versions.ok());
+  std::set<std::string> keys;
+  for (const Tuple& t : *versions) keys.insert(t.key.str());
+  EXPECT_FALSE(keys.empty());
+  EXPECT_EQ(versions->size(), keys.size()) << "a version 0 was put more than once";
+  EXPECT_EQ(inner->ReadAll(other.ManagerState())->size(), 1u);
 }
 
 }  // namespace

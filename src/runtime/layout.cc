@@ -73,6 +73,7 @@ Key Layout::StepOpen(int64_t step) const { return Make(fmt::format("{}.step.s{}"
 Key Layout::Alive(int handler) const { return Make(fmt::format("{}.alive.h{}", job_, handler)); }
 Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
+Key Layout::InitGuard() const { return Make(job_ + ".m.init"); }
 Key Layout::JobDescriptor() const { return Make(job_ + ".m.job"); }
 Key Layout::DataHint() const { return Make(job_ + ".m.data"); }
 Key Layout::Usage(std::string_view process) const {
@@ -173,14 +174,14 @@ Result<ParsedKey> Layout::Parse(const Key& key) const {
     const std::string_view what = key.token(j + 1);
     if (what == "state") {
       p.kind = KeyKind::kManagerState;
-    } else if (what == "lease") {
+    } else if (what == "lease" || what == "init") {
       p.kind = KeyKind::kLease;
     } else if (what == "job") {
       p.kind = KeyKind::kJobDescriptor;
     } else if (what == "data") {
       p.kind = KeyKind::kDataHint;
     } else {
-      return bad("the manager's keys are m.state, m.lease, m.job and m.data");
+      return bad("the manager's keys are m.state, m.lease, m.init, m.job and m.data");
     }
   } else {
     return bad(fmt::format("unknown area '{}'", area));

@@ -15,6 +15,7 @@
 //                                    when the step is cleaned up)
 //   <job>.m.state                    the manager's progress (restart point)
 //   <job>.m.lease                    a cell (not a tuple): who manages the job, until when
+//   <job>.m.init                     a cell: which manager is setting up a new job, until when
 //   <job>.m.job                      the job file and how handlers get their inputs (a joining
 //                                    process needs only the space and the job id)
 //   <job>.m.data                     the job file, put before the manager loads its data, so that
@@ -94,6 +95,7 @@ class Layout {
   Key Alive(int handler) const;
   Key ManagerState() const;
   Key Lease() const;
+  Key InitGuard() const;  // a cell: which manager sets up a new job (Manager::InitJob)
   Key JobDescriptor() const;
   Key DataHint() const;
   // REQUIRES: `process` is one key token ("h3-i2", "m1234").

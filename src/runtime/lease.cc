@@ -46,6 +46,20 @@ Status Lease::PutFree(Space* space, const Key& key, const Env* env) {
   }
 }
 
+Status Lease::FreeIfHeldBy(Space* space, const Key& key, const std::string& owner) {
+  ACAN_ASSIGN_OR_RETURN(Cell cell, space->ReadCell(key));
+  if (cell.revision == 0) return Status::Ok();
+  auto m = DecodeLeaseMessage(cell.value);
+  if (!m.ok() || m->owner != owner) return Status::Ok();
+  // Lapsed now, its holder named: a standby that takes it has taken over.
+  auto swapped = space->SwapCell(key, EncodeLeaseMessage({owner, 0}), cell.revision,
+                                 Deadline::After(std::chrono::seconds(10)));
+  if (swapped.ok() || swapped.status().code() == StatusCode::kFailedPrecondition) {
+    return Status::Ok();
+  }
+  return swapped.status();
+}
+
 Result<uint64_t> Lease::SwapOurs(uint64_t from, Deadline deadline) {
   const int64_t expires_ms = NowMs() + duration_.count();
   const auto renew_at = env_->Now() + duration_ / 3;

@@ -28,6 +28,11 @@ class Lease {
   // the same new job at the same time and took it first. A lapsed lease an earlier job of the
   // same id left behind is freed.
   static Status PutFree(Space* space, const Key& key, const Env* env = nullptr);
+  // Makes the lease lapse now if `owner` holds it: for a supervisor that saw that manager's
+  // process die (waitpid), so that a standby takes over at its next look instead of when the
+  // lease would have lapsed.
+  // Nothing happens if another manager wrote the cell since.
+  static Status FreeIfHeldBy(Space* space, const Key& key, const std::string& owner);
 
   // Waits as a standby until the lease is free or ours, then takes it. Cancelled when `stop`
   // is set meanwhile.

@@ -131,6 +131,21 @@ TEST_F(LeaseTest, ASwapWhoseAnswerWasLostIsFoundOnTheNextLook) {
   EXPECT_TRUE(a.Renew().IsUnavailable());
 }
 
+// A supervisor saw the holder's process die: the lease is free at once, not after it lapses; a
+// lease someone else holds is left alone.
+TEST_F(LeaseTest, FreeIfHeldByFreesOnlyTheDeadHoldersLease) {
+  Lease a(space.get(), kKey, "a", std::chrono::hours(1));
+  ASSERT_TRUE(a.Acquire(stop).ok());
+  ASSERT_TRUE(Lease::FreeIfHeldBy(space.get(), kKey, "b").ok());
+  EXPECT_EQ(Now().owner, "a");
+  ASSERT_TRUE(Lease::FreeIfHeldBy(space.get(), kKey, "a").ok());
+  EXPECT_EQ(Now().expires_ms, 0);
+  Lease b(space.get(), kKey, "b", std::chrono::hours(1));
+  ASSERT_TRUE(b.Acquire(stop).ok());  // at once: an hour-long lease was not waited out
+  EXPECT_TRUE(b.took_over());
+  EXPECT_EQ(Now().owner, "b");
+}
+
 TEST_F(LeaseTest, StopEndsTheWaitOfAStandby) {
   Lease a(space.get(), kKey, "a", std::chrono::hours(1));
   Lease b(space.get(), kKey, "b", std::chrono::hours(1));

@@ -60,8 +60,32 @@ Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
 
 Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor) {
-  ACAN_ASSIGN_OR_RETURN(auto existing, space->Read(layout.ManagerState()));
-  if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
+  // Managers that start together all see a new job: the one that swaps the guard cell first sets
+  // it up, the others wait for its state tuple. A guard whose holder did not finish within its
+  // time (it died) is taken over, and the job set up again (copies of the same bytes).
+  constexpr auto kSetUpTime = std::chrono::seconds(30);
+  const Key guard = layout.InitGuard();
+  for (;;) {
+    ACAN_ASSIGN_OR_RETURN(auto existing, space->Read(layout.ManagerState()));
+    if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
+    ACAN_ASSIGN_OR_RETURN(Cell cell, space->ReadCell(guard));
+    const int64_t now_ms = Env::Default()->WallNs() / 1000000;
+    auto held = cell.revision == 0 ? Result<LeaseMessage>(Status::NotFound(""))
+                                   : DecodeLeaseMessage(cell.value);
+    if (!held.ok() || held->expires_ms < now_ms) {
+      auto swapped = space->SwapCell(
+          guard,
+          EncodeLeaseMessage({"set-up", now_ms + std::chrono::milliseconds(kSetUpTime).count()}),
+          cell.revision, Deadline::After(kSetUpTime));
+      if (swapped.ok()) break;
+      if (swapped.status().code() != StatusCode::kFailedPrecondition &&
+          !swapped.status().IsUnavailable()) {
+        return swapped.status();
+      }
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   if (descriptor != nullptr) {
     ACAN_ASSIGN_OR_RETURN(auto old, space->ReadAll(layout.JobDescriptor()));
     if (old.empty()) {
@@ -76,7 +100,10 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
   }
   Progress p;
   ACAN_RETURN_IF_ERROR(PutConfirmed(space, layout.ManagerState(), Value::FromString(p.ToJson())));
-  return Lease::PutFree(space, layout.Lease());
+  ACAN_RETURN_IF_ERROR(Lease::PutFree(space, layout.Lease()));
+  // Set up: the guard lapses now (a later job of the same id takes it at once).
+  (void)Lease::FreeIfHeldBy(space, guard, "set-up");
+  return Status::Ok();
 }
 
 Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {

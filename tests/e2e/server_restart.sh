@@ -7,7 +7,6 @@
 # handlers took tasks again). Usage: server_restart.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
-server=${ACAN_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
 work=$(mktemp -d)
 pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
 source "$(dirname "$0")/small_job.sh"
@@ -18,23 +17,7 @@ small_job "$work/job.toml" data 2 0 4000  # 1000 steps
 "$acan" train "$work/job.toml" --out "$work/mem" --quiet
 want=$(weights_of "$work/mem/summary.json")
 
-start_server() {  # start_server PORT_FLAG: the server's PID in $ns
-  "$server" -a 127.0.0.1 -p "$1" -js -sd "$work/js" --ports_file_dir "$work" \
-    >> "$work/nats.log" 2>&1 &
-  ns=$!
-  pids+=("$ns")
-}
-start_server -1
-url=""
-for _ in $(seq 1 100); do
-  if [[ -f "$work/nats-server_$ns.ports" ]]; then
-    url=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nats"][0])' \
-      "$work/nats-server_$ns.ports" 2>/dev/null || true)
-    [[ -n "$url" ]] && break
-  fi
-  sleep 0.1
-done
-[[ -n "$url" ]] || fail "nats-server did not report its port"
+start_nats -1 || fail "nats-server did not report its port"
 port=${url##*:}
 
 "$acan" train "$work/job.toml" --space "$url?storage=file" --processes 2 --out "$work/run" \
@@ -53,19 +36,21 @@ kill -KILL "$ns"
 wait "$ns" 2>/dev/null || true
 echo "killed nats-server (pid $ns) in the middle of the run"
 sleep 0.5
-start_server "$port"
-for _ in $(seq 1 100); do
-  [[ -f "$work/nats-server_$ns.ports" ]] && break
-  sleep 0.1
-done
+start_nats "$port" || fail "nats-server did not start again on port $port"
 echo "started it again on port $port, the same store (pid $ns)"
 wait "$train" || fail "the run failed after the server restart"
 got=$(weights_of "$work/run/summary.json")
 [[ "$got" == "$want" ]] || fail "weights $got differ from the mem: run's $want"
-/usr/bin/python3 - "$work/run/summary.json" <<'PY'
-import json, sys
+/usr/bin/python3 - "$work/run/summary.json" "$work/run/metrics.csv" <<'PY'
+import csv, json, sys
 s = json.load(open(sys.argv[1]))
 assert s["steps"] == 1000, s["steps"]
+# A row is written at a step's end at most every 0.5 s: the pause is the longest gap.
+rows = list(csv.DictReader(open(sys.argv[2])))
+gaps = sorted(float(b["t_s"]) - float(a["t_s"]) for a, b in zip(rows, rows[1:]))
+if gaps:
+    print(f"longest pause between two metrics rows: {gaps[-1]:.2f} s (typical "
+          f"{gaps[len(gaps) // 2]:.2f} s)")
 print(f"{s['steps']} steps; retransmitted {s['tasks']['retransmitted']} "
       f"{s['tasks']['retransmit_reasons']}; restarts {s['processes']['restarts']}; "
       f"oracle {s['oracle']['verdict']}")

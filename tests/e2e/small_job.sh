@@ -1,7 +1,7 @@
 # Sourced by the multi-process end-to-end tests: small_job FILE STRATEGY TASK_SIZE STAGES SAMPLES
 # writes a small MLP job (steps of 4 synthetic rows, window 1); weights_of SUMMARY prints its
 # weights_sha256; stop_started (an EXIT trap) sends SIGTERM to each PID in the caller's `pids`,
-# waits for them and removes the caller's `work` directory.
+# waits for them and removes the caller's `work` directory; start_nats (below) starts a server.
 small_job() {
   cat > "$1" <<TOML
 [model]
@@ -33,4 +33,24 @@ stop_started() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
+}
+# start_nats PORT: a nats-server on 127.0.0.1 (PORT, or -1 for a free one), JetStream on, its store
+# in $work/js (the same store when started again), added to `pids`; sets `ns` to its PID and `url`
+# to its address once it reports its port (non-zero status if it does not within 10 s).
+start_nats() {
+  local server=${ACAN_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
+  "$server" -a 127.0.0.1 -p "$1" -js -sd "$work/js" --ports_file_dir "$work" \
+    >> "$work/nats.log" 2>&1 &
+  ns=$!
+  pids+=("$ns")
+  url=""
+  for _ in $(seq 1 100); do
+    if [[ -f "$work/nats-server_$ns.ports" ]]; then
+      url=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nats"][0])' \
+        "$work/nats-server_$ns.ports" 2>/dev/null || true)
+      [[ -n "$url" ]] && return 0
+    fi
+    sleep 0.1
+  done
+  return 1
 }

@@ -9,7 +9,6 @@
 # Usage: takeover.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
-server=${ACAN_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
 work=$(mktemp -d)
 pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
 source "$(dirname "$0")/small_job.sh"
@@ -20,19 +19,7 @@ small_job "$work/job.toml" data 2 0 2000  # 500 steps, far longer than the take-
 "$acan" train "$work/job.toml" --out "$work/mem" --quiet
 want=$(weights_of "$work/mem/summary.json")
 
-"$server" -a 127.0.0.1 -p -1 -js -sd "$work/js" --ports_file_dir "$work" > "$work/nats.log" 2>&1 &
-ns=$!
-pids+=("$ns")
-url=""
-for _ in $(seq 1 100); do
-  if [[ -f "$work/nats-server_$ns.ports" ]]; then
-    url=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nats"][0])' \
-      "$work/nats-server_$ns.ports" 2>/dev/null || true)
-    [[ -n "$url" ]] && break
-  fi
-  sleep 0.1
-done
-[[ -n "$url" ]] || fail "nats-server did not report its port"
+start_nats -1 || fail "nats-server did not report its port"
 
 declare -A manager
 for name in m0 m1; do
