@@ -243,7 +243,9 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
         }
         continue;
       }
-      // The active manager: the one the lease names now.
+      // The active manager: the one the lease names now (spared once the job is finished: it
+      // writes the artefacts next, and no one else would).
+      if (account.job_finished()) continue;
       auto lease = (*space)->ReadCell(layout.Lease());
       if (!lease.ok() || lease->revision == 0) continue;
       auto m = runtime::DecodeLeaseMessage(lease->value);

@@ -155,11 +155,7 @@ int RunManagerCommand(const ManagerArgs& a) {
     if (!a.quiet) fmt::print(stderr, "acan: manager {} stopped before the job ended\n", o.name);
     return 3;
   }
-  // The manager that applied the last step writes the artefacts; one that only found the job
-  // finished writes them when they are not there (the one that finished died before it could).
-  const bool missing =
-      !a.out.empty() && !std::filesystem::exists(std::filesystem::path(a.out) / "summary.json");
-  if ((r->applied_last_step || missing) && r->model && !a.out.empty()) {
+  if (r->applied_last_step && r->model && !a.out.empty()) {
     ManagerArgs named = a;
     named.name = o.name;
     if (Status s = WriteManagerArtefacts(named, *job, *r, wall_s); !s.ok()) return Fail(s);

@@ -51,7 +51,12 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
     }
     case KeyKind::kManagerState: {
       auto p = Progress::FromJson(value.AsString());
-      if (p.ok()) telemetry_.OnStep(*p, ControllerSnapshot{});
+      if (!p.ok()) return;
+      telemetry_.OnStep(*p, ControllerSnapshot{});
+      if (p->finished) {
+        std::lock_guard lock(mu_);
+        finished_ = true;
+      }
       return;
     }
     default:
@@ -93,6 +98,11 @@ void ChaosAccount::OnManagerKilled() { telemetry_.OnManagerCrash(); }
 double ChaosAccount::extra_compute_ratio() const {
   std::lock_guard lock(mu_);
   return useful_s_ > 0 ? total_s_ / useful_s_ - 1 : 0.0;
+}
+
+bool ChaosAccount::job_finished() const {
+  std::lock_guard lock(mu_);
+  return finished_;
 }
 
 int64_t ChaosAccount::lost_tasks() const {

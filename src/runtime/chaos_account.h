@@ -37,6 +37,9 @@ class ChaosAccount {
   // the kernel time of the first report of each task, less one; 0 before any report.
   double extra_compute_ratio() const;
   int64_t lost_tasks() const;
+  // The manager saved its state with the last step applied: killing it now would only lose the
+  // artefacts it writes next (the chaos spares it).
+  bool job_finished() const;
 
  private:
   struct Held {
@@ -57,9 +60,10 @@ class ChaosAccount {
   // GUARDED_BY(mu_): kill -> redo reported, the redo's own time, its class (as RecoveryStats).
   std::vector<double> recovery_ms_, redo_ms_;
   std::vector<std::string> redo_classes_;
-  double useful_s_ = 0;  // GUARDED_BY(mu_)
-  double total_s_ = 0;   // GUARDED_BY(mu_)
-  int64_t lost_ = 0;     // GUARDED_BY(mu_)
+  double useful_s_ = 0;    // GUARDED_BY(mu_)
+  double total_s_ = 0;     // GUARDED_BY(mu_)
+  int64_t lost_ = 0;       // GUARDED_BY(mu_)
+  bool finished_ = false;  // GUARDED_BY(mu_)
 };
 
 }  // namespace acan::runtime
