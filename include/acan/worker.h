@@ -31,7 +31,7 @@ struct HandlerOptions {
   int id = 0;  // unique among the job's handlers; a restarted handler keeps its id
   // Task types it runs ("forward", "activation", "loss", "backward", "update"); empty: every type.
   std::vector<std::string> task_types;
-  int pouch = 1;         // tasks taken at once
+  int pouch = 1;  // tasks taken at once
   // A slow processor (the experiments' speed factors): each task takes this many times its
   // kernel's time (the kernel runs at full speed, the rest is waited out). >= 1.
   double slowdown = 1.0;

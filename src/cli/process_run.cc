@@ -18,6 +18,7 @@
 #include "acan/space.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
+#include "common/split_mix.h"
 #include "runtime/artefacts.h"
 #include "runtime/chaos_account.h"
 #include "runtime/layout.h"
@@ -47,20 +48,12 @@ struct Child {
   bool done = false;    // exited 0: the job is finished (or it left on request)
 };
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // When, in interval `k` (seconds from its start), the chaos kills process `target` (handlers
 // 0..n-1, the active manager n), if it does: a function of (seed, target, k) alone.
 std::optional<double> KillMoment(const ProcessChaos& chaos, int target, int64_t k) {
   const uint64_t h = SplitMix64(SplitMix64(chaos.seed ^ (uint64_t(target) << 32)) ^ uint64_t(k));
-  const double roll = double(h >> 11) * 0x1.0p-53;
-  if (roll >= chaos.probability) return std::nullopt;
-  return double(SplitMix64(h) >> 11) * 0x1.0p-53 * chaos.interval_s;
+  if (UnitInterval(h) >= chaos.probability) return std::nullopt;
+  return UnitInterval(SplitMix64(h)) * chaos.interval_s;
 }
 
 std::string SelfExe() {

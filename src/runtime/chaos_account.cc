@@ -32,7 +32,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
         std::lock_guard lock(mu_);
         held_.erase(parsed->task_key);
         total_s_ += s;
-        if (done_.emplace(parsed->task_key, true).second) useful_s_ += s;
+        if (done_.insert(parsed->task_key).second) useful_s_ += s;
         if (auto it = lost_now_.find(parsed->task_key); it != lost_now_.end()) {
           // The report of the attempt the kill hit, in flight then: nothing was lost after all.
           if (done->attempt > it->second.attempt) {

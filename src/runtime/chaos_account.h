@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "acan/key.h"
@@ -54,7 +55,7 @@ class ChaosAccount {
   Telemetry telemetry_;
   mutable std::mutex mu_;
   std::map<std::string, Held> held_;        // GUARDED_BY(mu_): task key -> its last claim
-  std::map<std::string, bool> done_;        // GUARDED_BY(mu_): task keys reported at least once
+  std::set<std::string> done_;              // GUARDED_BY(mu_): task keys reported at least once
   std::map<std::string, int32_t> attempt_;  // GUARDED_BY(mu_): each task's last attempt sent
   std::map<std::string, Lost> lost_now_;    // GUARDED_BY(mu_): lost, not yet redone
   // GUARDED_BY(mu_): kill -> redo reported, the redo's own time, its class (as RecoveryStats).

@@ -4,16 +4,11 @@
 
 #include <string_view>
 
+#include "common/split_mix.h"
+
 namespace acan {
 
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // FNV-1a: fixed by its definition, unlike std::hash, so a seed means the same on every build.
 uint64_t Fnv1a(std::string_view s) {
@@ -30,7 +25,7 @@ uint64_t Fnv1a(std::string_view s) {
 Fault FaultOptions::Decide(const std::string& key, int64_t attempt) const {
   const uint64_t h =
       SplitMix64(SplitMix64(seed ^ Fnv1a(key)) ^ static_cast<uint64_t>(attempt) * 0x9e37ULL);
-  const double roll = double(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+  const double roll = UnitInterval(h);
   double edge = drop;
   if (roll < edge) return Fault::kDrop;
   if (roll < (edge += duplicate)) return Fault::kDuplicate;

@@ -216,8 +216,8 @@ TEST(NatsSpaceTest, BadUrisAreClearErrors) {
 TEST(NatsSpaceTest, AListOfServersConnectsToOneThatAnswers) {
   const std::string url = testing::TestServer().url();  // nats://127.0.0.1:PORT
   const std::string host_port = url.substr(std::string("nats://").size());
-  auto space = OpenSpace("nats://127.0.0.1:1," + host_port + "?storage=memory&stream=" +
-                         testing::UniqueStream("list"));
+  auto space = OpenSpace("nats://127.0.0.1:1," + host_port +
+                         "?storage=memory&stream=" + testing::UniqueStream("list"));
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   ASSERT_TRUE((*space)->Put("k", Value::FromString("v")).ok());
   EXPECT_EQ((*space)->Read("k").value()->value.AsString(), "v");
