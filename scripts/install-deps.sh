@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages acan needs, only those that are missing.
 #   scripts/install-deps.sh          to build, test and run acan
+#   scripts/install-deps.sh --tests  also what the tests use: Prometheus (promtool) and chromium
 #   scripts/install-deps.sh --bench  also PyTorch, for the comparison scripts in bench/
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       libopenblas-dev libeigen3-dev libnats-dev nats-server libtomlplusplus-dev
       nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev dataset-fashion-mnist)
-if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(python3-torch)
-fi
+      libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev dataset-fashion-mnist
+      libjs-chart.js)
+case "${1:-}" in
+  --tests) pkgs+=(prometheus chromium) ;;  # promtool, a real Prometheus, a headless browser
+  --bench) pkgs+=(python3-torch) ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

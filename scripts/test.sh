@@ -10,6 +10,7 @@ jobs=$(nproc)
 labels=${ACAN_TEST_LABELS:-quick|concurrency|chaos}
 
 echo "== build (Release)"
+scripts/install-deps.sh --tests
 scripts/build.sh
 
 echo "== tests (labels: $labels)"

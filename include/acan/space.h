@@ -65,6 +65,7 @@ struct ACAN_EXPORT LatencyHistogram {
   static constexpr size_t kBuckets = 48;
   std::array<uint64_t, kBuckets> counts{};
   uint64_t total = 0;
+  uint64_t sum_ns = 0;  // of every latency recorded
   void Record(uint64_t ns);
   // An upper bound of the q-quantile (0 < q <= 1) in nanoseconds; 0 when empty.
   uint64_t QuantileNs(double q) const;

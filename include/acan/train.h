@@ -66,6 +66,9 @@ struct TrainPlan {
   int64_t window = 1;
   std::string space_uri;
   bool chaos = false;  // faults or slow-downs are injected
+  // Where the run shows itself (TrainOptions::metrics_port, dashboard_port); empty: not served.
+  std::string metrics_url;    // http://127.0.0.1:PORT/metrics
+  std::string dashboard_url;  // http://127.0.0.1:PORT/
 };
 
 struct TrainOptions {
@@ -83,6 +86,11 @@ struct TrainOptions {
   // Bind handler h to the h-th CPU when there is one per handler and nothing is slowed down.
   bool pin_handlers = false;
   bool evaluate_each_epoch = true;  // on the job's test split, when it has one
+  // While it trains, serve Prometheus metrics (text format at /metrics) and the live dashboard
+  // (a page of charts at /, its data at /api/run) on 127.0.0.1: a port, 0 for a free one
+  // (on_start's TrainPlan says which), -1 for none. One port may serve both.
+  int metrics_port = -1;
+  int dashboard_port = -1;
   std::function<void(const TrainPlan&)> on_start;
   std::function<void(const TrainProgress&)> on_progress;  // after every step
   std::function<void(const EpochReport&)> on_epoch;       // after every epoch

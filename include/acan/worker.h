@@ -9,6 +9,7 @@
 // not also hold: stopping one costs at most the task in its hands, which the manager sends again.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -35,8 +36,15 @@ struct HandlerOptions {
   // A slow processor (the experiments' speed factors): each task takes this many times its
   // kernel's time (the kernel runs at full speed, the rest is waited out). >= 1.
   double slowdown = 1.0;
+  // A slow-down that changes while it runs (read before every task, values below 1 read as 1):
+  // when set, it is used instead of `slowdown`. It must outlive the call.
+  const std::atomic<double>* speed = nullptr;
   std::stop_token stop;  // leave: the task in hand is abandoned, the rest of the pouch put back
   std::chrono::milliseconds poll{50};  // how often an idle handler looks at the stop and the job
+  // Serve this handler's Prometheus metrics at http://127.0.0.1:PORT/metrics while it runs (0: a
+  // free port; -1: none); `on_serving` gets the URL once it listens.
+  int metrics_port = -1;
+  std::function<void(const std::string& url)> on_serving;
 };
 
 struct HandlerReport {
@@ -80,6 +88,10 @@ struct ManagerOptions {
   std::string metrics_csv;
   std::function<void(const TrainProgress&)> on_progress;  // after every step it applies
   std::function<void()> on_active;  // when it takes the lease and starts or resumes the job
+  // Serve the manager's Prometheus metrics (the job's progress while it is active) at
+  // http://127.0.0.1:PORT/metrics (0: a free port; -1: none); `on_serving` gets the URL.
+  int metrics_port = -1;
+  std::function<void(const std::string& url)> on_serving;
 };
 
 struct ManagerReport {

@@ -4,6 +4,7 @@
 // sent again without waiting for their deadlines) and starts it again under the same id; a dead
 // manager is started again as a standby while the other one takes over by the lease.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -23,7 +25,9 @@
 #include "runtime/chaos_account.h"
 #include "runtime/layout.h"
 #include "runtime/lease.h"
+#include "runtime/live_view.h"
 #include "runtime/liveness.h"
+#include "runtime/process_view.h"
 #include "runtime/version_oracle.h"
 #include "space/nats/nats_space.h"
 
@@ -56,6 +60,13 @@ std::optional<double> KillMoment(const ProcessChaos& chaos, int target, int64_t 
   return UnitInterval(SplitMix64(h)) * chaos.interval_s;
 }
 
+// Handler h's slow-down in interval `k`: speeds[(h + r) % size], with r drawn from (seed, k).
+double SpeedOf(const ProcessChaos& chaos, int h, int64_t k) {
+  if (chaos.speeds.empty()) return 1.0;
+  const uint64_t r = SplitMix64(SplitMix64(chaos.seed ^ 0x5eedULL) ^ uint64_t(k));
+  return chaos.speeds[(size_t(h) + r) % chaos.speeds.size()];
+}
+
 std::string SelfExe() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
@@ -70,9 +81,12 @@ pid_t Spawn(const std::vector<std::string>& args) {
   // A child outlives neither the supervisor nor a Ctrl-C: it leaves cleanly on SIGTERM.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(127);
-  sigset_t none;
-  sigemptyset(&none);
-  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  // Every signal open but the speed signal: it stays blocked across exec (pending, not fatal)
+  // until the handler command is ready for it.
+  sigset_t speed_only;
+  sigemptyset(&speed_only);
+  sigaddset(&speed_only, SIGRTMIN);
+  pthread_sigmask(SIG_SETMASK, &speed_only, nullptr);
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -84,19 +98,6 @@ std::string Describe(int wstatus) {
   if (WIFSIGNALED(wstatus)) return fmt::format("killed by signal {}", WTERMSIG(wstatus));
   if (WIFEXITED(wstatus)) return fmt::format("exit code {}", WEXITSTATUS(wstatus));
   return "stopped";
-}
-
-// The incarnation handler `id` last announced (what its death withdraws).
-int64_t LastIncarnation(Space& space, const runtime::Layout& layout, int id) {
-  auto alive = space.ReadAll(layout.Alive(id));
-  int64_t last = 0;
-  if (alive.ok()) {
-    for (const Tuple& t : *alive) {
-      auto v = t.value.As<int64_t>();
-      if (v.size() == 1) last = std::max(last, v[0]);
-    }
-  }
-  return last;
 }
 
 }  // namespace
@@ -138,37 +139,66 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       child_uri += params;
     }
   }
+  // The supervisor's own calls (death notices, the lease) on a connection of their own: the
+  // watch below receives every put of the job, and a request's answer queued behind that stream
+  // came tens of milliseconds late (measured: kill -> restart notice 53 ms median, full
+  // robustness experiment).
+  auto commands = OpenSpace(child_uri);
+  if (!commands.ok()) return Fail(commands.status());
   const runtime::Layout layout(kJobId);
   // The exactly-once account kept apart from the processes that make it: every version,
   // proposal and task of the job as it reaches the server (runtime/version_oracle.h).
   runtime::VersionOracle oracle(kJobId, job.runtime.window);
   // What the kills cost, from the same puts (runtime/chaos_account.h).
   runtime::ChaosAccount account(layout);
+  // The supervisor's /metrics and dashboard: the job as the watch sees it.
+  std::shared_ptr<runtime::LiveView> view;
+  std::unique_ptr<runtime::ProcessView> shown;
+  std::vector<std::unique_ptr<obs::HttpServer>> servers;
+  if (a.metrics_port >= 0 || a.dashboard_port >= 0) {
+    view = std::make_shared<runtime::LiveView>(
+        obs::Labels{{"job", kJobId}, {"role", "supervisor"}},
+        fmt::format("acan: {} over {} handler processes", a.config, a.handlers),
+        nlohmann::json{{"strategy", std::string(ToString(job.partition.strategy))},
+                       {"handler processes", a.handlers},
+                       {"space", child_uri}});
+    shown = std::make_unique<runtime::ProcessView>(layout, view, a.handlers);
+    std::string metrics_url, dashboard_url;
+    auto served = runtime::ServeLiveView(view, a.metrics_port, a.dashboard_port, &metrics_url,
+                                         &dashboard_url);
+    if (!served.ok()) return Fail(served.status());
+    servers = std::move(*served);
+    if (!metrics_url.empty()) fmt::print(stderr, "acan: metrics at {}\n", metrics_url);
+    if (!dashboard_url.empty()) fmt::print(stderr, "acan: dashboard at {}\n", dashboard_url);
+  }
   auto* watched = dynamic_cast<nats::NatsSpace*>(space->get());
   if (watched != nullptr) {
     Status s = watched->WatchPuts(Pattern::Parse(std::string(kJobId) + ".>").value(),
-                                  [&oracle, &account](const Key& key, const Value& value) {
+                                  [&oracle, &account, &shown](const Key& key, const Value& value) {
                                     oracle.OnPut(key, value);
                                     account.OnPut(key, value);
+                                    if (shown) shown->OnPut(key, value);
                                   });
     if (!s.ok()) return Fail(s);
   }
   const std::string exe = SelfExe();
   const std::string handlers = std::to_string(a.handlers);
+  int64_t interval = 0;  // the chaos's interval now (the handlers' speeds are the interval's)
   auto command_of = [&](const Child& c) {
     if (c.role == "manager") {
       std::vector<std::string> args = {exe,        "manager", a.config, "--space", child_uri,
                                        "--job-id", kJobId,    "--name", c.name,    "--handlers",
                                        handlers,   "--out",   a.out};
       if (a.quiet) args.push_back("--quiet");  // else the active one prints the progress
+      if (a.metrics_port >= 0) args.insert(args.end(), {"--metrics-port", "0"});
       return args;
     }
     std::vector<std::string> args = {exe,      "handler", "--space", child_uri,
                                      "--job",  kJobId,    "--id",    std::to_string(c.id),
                                      "--quiet"};
+    if (a.metrics_port >= 0) args.insert(args.end(), {"--metrics-port", "0"});
     if (!a.chaos.speeds.empty()) {
-      const double speed = a.chaos.speeds[size_t(c.id + c.restarts) % a.chaos.speeds.size()];
-      args.insert(args.end(), {"--slowdown", fmt::format("{}", speed)});
+      args.insert(args.end(), {"--slowdown", fmt::format("{}", SpeedOf(a.chaos, c.id, interval))});
     }
     return args;
   };
@@ -202,11 +232,11 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   };
   std::optional<std::chrono::steady_clock::time_point> finished_at;
   // The chaos: the kills of the current interval, by target, not yet made.
-  int64_t interval = -1;
   std::vector<std::optional<double>> kill_at;
   int handler_kills = 0, manager_kills = 0;
   auto kill_child = [&](Child& c) {
     if (c.pid <= 0) return false;
+    spdlog::info("chaos: SIGKILL {} {} (pid {})", c.role, c.name, c.pid);
     kill(c.pid, SIGKILL);
     c.kills++;
     c.killed = true;
@@ -217,7 +247,21 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     const double t =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto k = static_cast<int64_t>(t / a.chaos.interval_s);
-    if (k != interval) {
+    if (k != interval || kill_at.empty()) {
+      // A new interval's speeds (the first one's are on the handlers' command lines).
+      if (k != interval && !a.chaos.speeds.empty()) {
+        for (int h = 0; h < a.handlers; ++h) {
+          const pid_t pid = children[2 + h].pid;
+          union sigval value = {};
+          value.sival_int = static_cast<int>(std::lround(SpeedOf(a.chaos, h, k) * 1000));
+          if (pid > 0) (void)sigqueue(pid, SIGRTMIN, value);
+        }
+        if (shown) {
+          std::vector<double> speeds;
+          for (int h = 0; h < a.handlers; ++h) speeds.push_back(SpeedOf(a.chaos, h, k));
+          shown->SetSpeeds(std::move(speeds));
+        }
+      }
       interval = k;
       kill_at.assign(a.handlers + 1, std::nullopt);
       for (int target = 0; target <= a.handlers; ++target) {
@@ -233,13 +277,14 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
         if (kill_child(children[2 + target])) {
           account.OnHandlerKilled(target);
           handler_kills++;
+          if (shown) shown->SetCrashes(handler_kills, manager_kills);
         }
         continue;
       }
       // The active manager: the one the lease names now (spared once the job is finished: it
       // writes the artefacts next, and no one else would).
       if (account.job_finished()) continue;
-      auto lease = (*space)->ReadCell(layout.Lease());
+      auto lease = (*commands)->ReadCell(layout.Lease());
       if (!lease.ok() || lease->revision == 0) continue;
       auto m = runtime::DecodeLeaseMessage(lease->value);
       if (!m.ok()) continue;
@@ -247,6 +292,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
         if (children[i].name == m->owner && kill_child(children[i])) {
           account.OnManagerKilled();
           manager_kills++;
+          if (shown) shown->SetCrashes(handler_kills, manager_kills);
         }
       }
     }
@@ -268,7 +314,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     int wstatus = 0;
     pid_t pid = waitpid(-1, &wstatus, WNOHANG);
     if (pid <= 0) {
-      std::this_thread::sleep_for(5ms);
+      std::this_thread::sleep_for(2ms);  // a death is announced this soon after it
       continue;
     }
     auto it = std::find_if(children.begin(), children.end(),
@@ -295,12 +341,13 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       continue;
     }
     if (c.role == "handler") {
-      (void)runtime::AnnounceDeath(space->get(), layout, c.id,
-                                   LastIncarnation(**space, layout, c.id));
+      // Every incarnation it announced is dead (the next starts below): no read of which.
+      (void)runtime::AnnounceDeath(commands->get(), layout, c.id,
+                                   std::numeric_limits<int64_t>::max());
     } else {
       // A dead manager's lease is free at once: the standby, loaded and waiting, takes over at
       // its next look rather than when the lease lapses.
-      (void)runtime::Lease::FreeIfHeldBy(space->get(), layout.Lease(), c.name);
+      (void)runtime::Lease::FreeIfHeldBy(commands->get(), layout.Lease(), c.name);
     }
     if (++c.restarts - c.kills > kMaxRestartsPerChild) {
       fmt::print(stderr, "acan: {} {} died {} times; stopping the run\n", c.role, c.name,
@@ -315,9 +362,11 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
                  Describe(wstatus));
     }
     c.pid = Spawn(command_of(c));
+    spdlog::info("{} {} started again (pid {}, restart {})", c.role, c.name, c.pid, c.restarts);
   }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (shown) shown->Finish();
   if (exit_code != 0) return exit_code;
   if (!managers_done())
     return Fail(Status::Internal("the managers ended without finishing the job"));
@@ -353,6 +402,10 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
                           {"speeds", a.chaos.speeds},
                           {"lost_tasks", account.lost_tasks()}};
     summary["recovery"] = runtime::RecoveryJson(account.recovery());
+    summary["recovery"]["lost"] = account.lost_trace();
+    const LatencyHistogram lag = account.watch_lag();
+    summary["recovery"]["watch_lag_ms"] = {{"p50_at_most", lag.QuantileNs(0.5) / 1e6},
+                                           {"p99_at_most", lag.QuantileNs(0.99) / 1e6}};
     summary["compute"] = {{"extra_compute_ratio", account.extra_compute_ratio()},
                           {"measured",
                            "kernel time of every report and of killed handlers' "
@@ -361,7 +414,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // What the role processes moved through the server: each puts its account as it exits (one
   // killed by a signal cannot, so this counts the processes that ended on their own).
   int64_t bytes_put = 0, bytes_returned = 0, calls = 0, reports = 0;
-  for (const Tuple& t : (*space)->ReadAll(layout.UsagePattern()).value_or({})) {
+  for (const Tuple& t : (*commands)->ReadAll(layout.UsagePattern()).value_or({})) {
     auto v = t.value.As<int64_t>();
     if (v.size() != 3) continue;
     bytes_put += v[0];
@@ -369,7 +422,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     calls += v[2];
     ++reports;
   }
-  (void)(*space)->Erase(layout.UsagePattern());
+  (void)(*commands)->Erase(layout.UsagePattern());
   const double steps = std::max<double>(1, summary.value("steps", 1.0));
   summary["traffic"] = {{"processes_reporting", reports},
                         {"value_bytes_put", bytes_put},
@@ -397,6 +450,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   if (Status s = WriteFileAtomically(summary_path.string(), summary.dump(2) + "\n"); !s.ok()) {
     return Fail(s);
   }
+  (void)runtime::WriteReportOrWarn(a.out);
   if (!a.quiet) {
     fmt::print(
         "{} steps in {:.2f} s over {} handler processes; {} handler and {} manager "

@@ -3,9 +3,12 @@
 // running job with nothing but the URI and the job id. SIGTERM or SIGINT stops either cleanly: a
 // handler returns the tasks it holds (nothing waits for a timeout), a manager lets its lease lapse.
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -67,6 +70,7 @@ struct ManagerArgs {
   std::string out;
   std::string inputs = "local";
   bool quiet = false;
+  int metrics_port = -1;
 };
 
 // summary.json of a job run by manager processes: what the active manager knows at the end.
@@ -132,6 +136,10 @@ int RunManagerCommand(const ManagerArgs& a) {
   o.lease = std::chrono::milliseconds(a.lease_ms);
   o.init_path = a.init;
   o.handlers_read_data = a.inputs == "local";
+  o.metrics_port = a.metrics_port;
+  o.on_serving = [](const std::string& url) {
+    std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
+  };
   if (!a.out.empty()) {
     std::error_code ec;
     fs::create_directories(a.out, ec);  // CheckOutputDir said it can be
@@ -172,16 +180,43 @@ struct HandlerArgs {
   int pouch = 1;
   double slowdown = 1.0;
   bool quiet = false;
+  int metrics_port = -1;
 };
+
+// The handler's slow-down, set by SIGRTMIN with a value (sigqueue: the slow-down times 1000):
+// how a supervisor's chaos changes a running handler's speed (a lock-free atomic: signal-safe).
+std::atomic<double> g_speed{1.0};
+static_assert(std::atomic<double>::is_always_lock_free);
+
+void OnSpeedSignal(int, siginfo_t* info, void*) {
+  if (info->si_code == SI_QUEUE && info->si_value.sival_int >= 1000) {
+    g_speed.store(info->si_value.sival_int / 1000.0, std::memory_order_relaxed);
+  }
+}
 
 int RunHandlerCommand(const HandlerArgs& a) {
   SignalStop signals;
+  g_speed.store(a.slowdown);
+  struct sigaction speed_signal = {};
+  speed_signal.sa_sigaction = OnSpeedSignal;
+  speed_signal.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&speed_signal.sa_mask);
+  sigaction(SIGRTMIN, &speed_signal, nullptr);
+  sigset_t speed_only;  // a supervisor starts its handlers with it blocked
+  sigemptyset(&speed_only);
+  sigaddset(&speed_only, SIGRTMIN);
+  pthread_sigmask(SIG_UNBLOCK, &speed_only, nullptr);
   HandlerOptions o;
   o.id = a.id.value_or(static_cast<int>(getpid()));
   o.task_types = a.ops;
   o.pouch = a.pouch;
   o.slowdown = a.slowdown;
+  o.speed = &g_speed;
   o.stop = signals.token();
+  o.metrics_port = a.metrics_port;
+  o.on_serving = [](const std::string& url) {
+    std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
+  };
   auto r = RunHandler(a.space, a.job_id, o);
   if (!r.ok()) return Fail(r.status());
   if (!a.quiet) {
@@ -218,6 +253,10 @@ void AddManagerCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"local", "space"}));
   cmd->add_flag("--quiet", a->quiet, "No progress lines");
+  cmd->add_option("--metrics-port", a->metrics_port,
+                  "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port, "
+                  "printed)")
+      ->check(CLI::Range(0, 65535));
   cmd->callback([a, exit_code] { *exit_code = RunManagerCommand(*a); });
 }
 
@@ -236,10 +275,16 @@ void AddHandlerCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(kAtLeastOne);
   cmd->add_option("--slowdown", a->slowdown,
-                  "A slow processor: each task takes this many times its kernel's time")
+                  "A slow processor: each task takes this many times its kernel's time (a "
+                  "running handler takes a new one from SIGRTMIN queued with the slow-down "
+                  "times 1000, as the robustness experiment's chaos does)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
   cmd->add_flag("--quiet", a->quiet, "No closing line");
+  cmd->add_option("--metrics-port", a->metrics_port,
+                  "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port, "
+                  "printed)")
+      ->check(CLI::Range(0, 65535));
   cmd->callback([a, exit_code] { *exit_code = RunHandlerCommand(*a); });
 }
 

@@ -42,8 +42,9 @@ struct ProcessChaos {
   double probability = 1.0;
   bool manager = true;  // the active manager too
   uint64_t seed = 11;
-  // Handlers' slow-downs (the note's speed factors), handler h's incarnation i running at
-  // speeds[(h + i) % size]: a kill changes its speed. Empty: all at full speed.
+  // Handlers' slow-downs (the note's speed factors): in every interval the handlers take a
+  // rotation of them drawn from (seed, interval), a running handler by a signal (SIGRTMIN), a
+  // restarted one on its command line. Empty: all at full speed.
   std::vector<double> speeds;
 };
 
@@ -54,6 +55,10 @@ struct ProcessRunArgs {
   int handlers = 1;
   bool quiet = false;
   ProcessChaos chaos;
+  // The supervisor's /metrics and live dashboard (of the job as it watches it), as `acan train`'s
+  // (-1: none); with metrics, every child serves its own /metrics on a free port it prints.
+  int metrics_port = -1;
+  int dashboard_port = -1;
 };
 
 // Runs the job as processes: an active manager, a standby and `handlers` handler processes

@@ -1,5 +1,7 @@
 // `acan train`: a training run in this process through acan::Train, with progress on the terminal
-// and the artefacts (model.safetensors, summary.json, metrics.csv) in --out.
+// and the artefacts (model.safetensors, summary.json, metrics.csv, report.html) in --out; with
+// --metrics-port and --dashboard it serves /metrics and a live page of charts while it trains.
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -23,6 +25,8 @@ struct TrainArgs {
   bool quiet = false;
   bool trace = false;
   bool no_pin = false;
+  int metrics_port = -1;
+  int dashboard_port = -1;
   // [chaos] overrides
   std::vector<double> speeds;
   std::optional<double> speed_change_s, crash_interval_s, crash_probability;
@@ -59,6 +63,8 @@ int RunTrain(const TrainArgs& a) {
     pa.out = a.out;
     pa.handlers = *a.processes;
     pa.quiet = a.quiet;
+    pa.metrics_port = a.metrics_port;
+    pa.dashboard_port = a.dashboard_port;
     return RunProcesses(*job, pa);
   }
   if (Status s = CheckOutputDir(a.out); !s.ok()) return Fail(s);
@@ -69,8 +75,18 @@ int RunTrain(const TrainArgs& a) {
   o.init_path = a.init;
   o.trace = a.trace;
   o.pin_handlers = !a.no_pin;
+  o.metrics_port = a.metrics_port;
+  o.dashboard_port = a.dashboard_port;
   RunPrinter printer(a.quiet);
-  o.on_start = printer.on_start;
+  // Where the run shows itself, even with --quiet: with port 0 this is the only way to know.
+  o.on_start = [start = printer.on_start](const TrainPlan& plan) {
+    if (start) start(plan);
+    if (!plan.metrics_url.empty())
+      std::fprintf(stderr, "acan: metrics at %s\n", plan.metrics_url.c_str());
+    if (!plan.dashboard_url.empty()) {
+      std::fprintf(stderr, "acan: dashboard at %s\n", plan.dashboard_url.c_str());
+    }
+  };
   o.on_progress = printer.on_progress;
   o.on_epoch = printer.on_epoch;
   auto r = Train(*job, o);
@@ -105,6 +121,15 @@ void AddTrainCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--trace", a->trace,
                 "Also write trace.json: every completed task execution on its handler's lane, "
                 "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
+  cmd->add_option("--metrics-port", a->metrics_port,
+                  "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics while it trains "
+                  "(0: a free port, printed)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option(
+         "--dashboard", a->dashboard_port,
+         "Serve a live page of charts at http://127.0.0.1:PORT/ while it trains (0: a free "
+         "port, printed; the same port as --metrics-port serves both)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--speeds", a->speeds, "[chaos] slow-down factors, e.g. 1,5,10")->delimiter(',');
   cmd->add_option("--speed-change-s", a->speed_change_s, "[chaos] seconds between speed changes");
   cmd->add_option("--crash-interval-s", a->crash_interval_s, "[chaos] seconds between crash rolls");

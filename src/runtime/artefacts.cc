@@ -1,6 +1,7 @@
 #include "runtime/artefacts.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <set>
 
 #include "nn/trainer.h"
+#include "runtime/live_view.h"
 
 namespace acan::runtime {
 
@@ -65,6 +67,7 @@ nlohmann::json RecoveryJson(const RecoveryStats& stats) {
   recovery["median_recovery_over_own_class_median_task"] =
       ratios.empty() ? json(nullptr) : json(median(ratios));
   recovery["manager_recovery"] = quantiles(stats.manager_recovery_ms);
+  recovery["handler_ms"] = stats.handler_ms;  // each one (report.html's histogram)
   std::vector<double> calls(stats.manager_recovery_calls.begin(),
                             stats.manager_recovery_calls.end());
   recovery["manager_recovery_space_calls_max"] =
@@ -190,7 +193,7 @@ Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& r
   const size_t handlers = handler_ids.size();
   out << "t_s,samples_per_s,step,task_size,pouch,completion_rate,mean_timeout_ms";
   for (int id : handler_ids) out << ",h" << id << "_tasks,h" << id << "_work,h" << id << "_speed";
-  out << ",handler_crashes,manager_crashes,timeouts_ms\n";
+  out << ",handler_crashes,manager_crashes,timeouts_ms,retransmitted,space_tuples,space_bytes\n";
   for (const MetricsRow& r : rows) {
     out << fmt::format("{:.3f},{:.1f},{},{},{},{:.3f},{:.3f}", r.t_s, r.samples_per_s, r.step,
                        r.task_size, r.pouch, r.completion_rate, r.mean_timeout_ms);
@@ -205,7 +208,7 @@ Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& r
       out << (first ? "" : ";") << cls << "=" << fmt::format("{:.3f}", ms);
       first = false;
     }
-    out << "\"\n";
+    out << "\"," << r.retransmitted << "," << r.space_tuples << "," << r.space_bytes << "\n";
   }
   if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", path));
   return Status::Ok();
@@ -248,7 +251,16 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
     ACAN_RETURN_IF_ERROR(
         WriteWhole(dir + "/trace.json", run.trace->ToJson(static_cast<int>(run.handlers.size()))));
   }
-  return WriteWhole(dir + "/summary.json", summary.dump(2) + "\n");
+  ACAN_RETURN_IF_ERROR(WriteWhole(dir + "/summary.json", summary.dump(2) + "\n"));
+  return WriteReportOrWarn(dir);
+}
+
+Status WriteReportOrWarn(const std::string& dir) {
+  // The charts are for people: a run that trained is not failed for want of its page.
+  if (Status s = WriteReport(dir); !s.ok()) {
+    spdlog::warn("acan: report.html not written: {}", s.ToString());
+  }
+  return Status::Ok();
 }
 
 }  // namespace acan::runtime

@@ -1,5 +1,6 @@
 #include "runtime/chaos_account.h"
 
+#include "runtime/env.h"
 #include "runtime/messages.h"
 #include "runtime/progress.h"
 
@@ -12,7 +13,12 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
     case KeyKind::kTask: {
       auto attempt = TaskMessageAttempt(value);
       std::lock_guard lock(mu_);
-      if (attempt.ok()) attempt_[parsed->task_key] = *attempt;
+      if (!attempt.ok()) return;
+      attempt_[parsed->task_key] = *attempt;
+      if (auto it = lost_now_.find(parsed->task_key);
+          it != lost_now_.end() && *attempt > it->second.attempt && !it->second.resent) {
+        it->second.resent = Clock::now();
+      }
       return;
     }
     case KeyKind::kClaim: {
@@ -21,6 +27,11 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
         Held& h = held_[parsed->task_key];
         if (h.handler != parsed->handler) h = {parsed->handler, Clock::now()};
       }
+      if (auto it = lost_now_.find(parsed->task_key);
+          it != lost_now_.end() && it->second.resent && !it->second.claimed) {
+        it->second.claimed = Clock::now();
+        it->second.claimer = parsed->handler;
+      }
       return;
     }
     case KeyKind::kDone: {
@@ -28,18 +39,44 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       if (!done.ok() || !done->error.empty() || !done->missing.empty()) return;
       const double s = double(done->exec_ns) / 1e9;
       const int64_t in_hand_ns = done->in_hand_ns > 0 ? done->in_hand_ns : done->exec_ns;
+      const int64_t read_wall_ns = Env::Default()->WallNs();
       {
         std::lock_guard lock(mu_);
+        if (done->reported_wall_ns > 0) {
+          watch_lag_.Record(uint64_t(std::max<int64_t>(read_wall_ns - done->reported_wall_ns, 0)));
+        }
         held_.erase(parsed->task_key);
         total_s_ += s;
         if (done_.insert(parsed->task_key).second) useful_s_ += s;
         if (auto it = lost_now_.find(parsed->task_key); it != lost_now_.end()) {
           // The report of the attempt the kill hit, in flight then: nothing was lost after all.
           if (done->attempt > it->second.attempt) {
-            recovery_ms_.push_back(
-                std::chrono::duration<double, std::milli>(Clock::now() - it->second.at).count());
+            const Lost& l = it->second;
+            // The redo's report as its handler sent it (this watch may read it later, behind the
+            // job's stream of puts); as read here when the report does not say.
+            const auto now =
+                done->reported_wall_ns > 0
+                    ? l.at + std::chrono::nanoseconds(done->reported_wall_ns - l.at_wall_ns)
+                    : Clock::now();
+            auto ms = [&l](std::optional<Clock::time_point> t) -> nlohmann::json {
+              if (!t) return nullptr;
+              return std::chrono::duration<double, std::milli>(*t - l.at).count();
+            };
+            recovery_ms_.push_back(std::chrono::duration<double, std::milli>(now - l.at).count());
             redo_ms_.push_back(double(in_hand_ns) / 1e6);
             redo_classes_.push_back(Layout::TaskClass(parsed->task_key));
+            int manager_kills = 0;
+            for (auto t : manager_kills_) manager_kills += t >= l.at && t <= now;
+            trace_.push_back({{"task", parsed->task_key},
+                              {"class", redo_classes_.back()},
+                              {"killed_handler", l.handler},
+                              {"noticed_ms", ms(l.noticed)},
+                              {"resent_ms", ms(l.resent)},
+                              {"claimed_ms", ms(l.claimed)},
+                              {"claimed_by", l.claimer},
+                              {"done_ms", recovery_ms_.back()},
+                              {"redo_in_hand_ms", redo_ms_.back()},
+                              {"manager_kills_between", manager_kills}});
           } else {
             --lost_;
           }
@@ -47,6 +84,13 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
         }
       }
       telemetry_.OnTaskDone(parsed->task_key, in_hand_ns);
+      return;
+    }
+    case KeyKind::kRestartNotice: {
+      std::lock_guard lock(mu_);
+      for (auto& [task, lost] : lost_now_) {
+        if (lost.handler == parsed->handler && !lost.noticed) lost.noticed = Clock::now();
+      }
       return;
     }
     case KeyKind::kManagerState: {
@@ -66,6 +110,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
 
 void ChaosAccount::OnHandlerKilled(int id) {
   const auto now = Clock::now();
+  const int64_t now_wall_ns = Env::Default()->WallNs();
   std::lock_guard lock(mu_);
   {
     for (auto it = held_.begin(); it != held_.end();) {
@@ -77,7 +122,12 @@ void ChaosAccount::OnHandlerKilled(int id) {
       // not begun).
       total_s_ += std::chrono::duration<double>(now - it->second.since).count();
       auto attempt = attempt_.find(it->first);
-      lost_now_[it->first] = {now, attempt == attempt_.end() ? 0 : attempt->second};
+      Lost& lost = lost_now_[it->first];
+      lost = Lost{};
+      lost.at = now;
+      lost.at_wall_ns = now_wall_ns;
+      lost.attempt = attempt == attempt_.end() ? 0 : attempt->second;
+      lost.handler = id;
       ++lost_;
       it = held_.erase(it);
     }
@@ -93,7 +143,21 @@ RecoveryStats ChaosAccount::recovery() const {
   return r;
 }
 
-void ChaosAccount::OnManagerKilled() { telemetry_.OnManagerCrash(); }
+void ChaosAccount::OnManagerKilled() {
+  telemetry_.OnManagerCrash();
+  std::lock_guard lock(mu_);
+  manager_kills_.push_back(Clock::now());
+}
+
+LatencyHistogram ChaosAccount::watch_lag() const {
+  std::lock_guard lock(mu_);
+  return watch_lag_;
+}
+
+nlohmann::json ChaosAccount::lost_trace() const {
+  std::lock_guard lock(mu_);
+  return trace_;
+}
 
 double ChaosAccount::extra_compute_ratio() const {
   std::lock_guard lock(mu_);

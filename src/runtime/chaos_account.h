@@ -12,6 +12,8 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -38,6 +40,14 @@ class ChaosAccount {
   // the kernel time of the first report of each task, less one; 0 before any report.
   double extra_compute_ratio() const;
   int64_t lost_tasks() const;
+  // Each redone lost task's path, for finding where a slow recovery spent its time: its class, the
+  // handler killed, the milliseconds from the kill to its restart notice, to the resend (the new
+  // attempt's put), to the redo's claim (and by whom), to its report, its time in hand, and the
+  // manager kills between.
+  nlohmann::json lost_trace() const;
+  // From a report's sending (its handler's clock) to its reading here: how far this watch runs
+  // behind the job (the trace's times above are times of reading).
+  LatencyHistogram watch_lag() const;
   // The manager saved its state with the last step applied: killing it now would only lose the
   // artefacts it writes next (the chaos spares it).
   bool job_finished() const;
@@ -49,7 +59,11 @@ class ChaosAccount {
   };
   struct Lost {
     Clock::time_point at;  // the kill
-    int32_t attempt = 0;   // the attempt it held: only a later one's report is the redo
+    int64_t at_wall_ns = 0;
+    int32_t attempt = 0;  // the attempt it held: only a later one's report is the redo
+    int handler = -1;     // the one killed
+    std::optional<Clock::time_point> noticed, resent, claimed;
+    int claimer = -1;
   };
   const Layout layout_;
   Telemetry telemetry_;
@@ -61,10 +75,13 @@ class ChaosAccount {
   // GUARDED_BY(mu_): kill -> redo reported, the redo's own time, its class (as RecoveryStats).
   std::vector<double> recovery_ms_, redo_ms_;
   std::vector<std::string> redo_classes_;
-  double useful_s_ = 0;    // GUARDED_BY(mu_)
-  double total_s_ = 0;     // GUARDED_BY(mu_)
-  int64_t lost_ = 0;       // GUARDED_BY(mu_)
-  bool finished_ = false;  // GUARDED_BY(mu_)
+  nlohmann::json trace_ = nlohmann::json::array();  // GUARDED_BY(mu_): lost_trace()
+  std::vector<Clock::time_point> manager_kills_;    // GUARDED_BY(mu_)
+  LatencyHistogram watch_lag_;                      // GUARDED_BY(mu_)
+  double useful_s_ = 0;                             // GUARDED_BY(mu_)
+  double total_s_ = 0;                              // GUARDED_BY(mu_)
+  int64_t lost_ = 0;                                // GUARDED_BY(mu_)
+  bool finished_ = false;                           // GUARDED_BY(mu_)
 };
 
 }  // namespace acan::runtime

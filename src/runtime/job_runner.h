@@ -26,6 +26,8 @@
 
 namespace acan::runtime {
 
+struct LiveSample;
+
 struct RunOptions {
   int handlers = 4;
   int64_t window = 1;
@@ -52,6 +54,8 @@ struct RunOptions {
   bool supervise = true;
   // How often a row of the metrics time series is taken.
   std::chrono::milliseconds metrics_interval{500};
+  // Called (on the thread that called RunJob) with every row, and what else was sampled with it.
+  std::function<void(const LiveSample&)> on_sample;
   // Called on the manager's thread after every completed step.
   std::function<void(const Progress&)> on_progress;
   // Records task executions, retransmissions and crashes (trace.json); null: not traced.
@@ -112,6 +116,9 @@ struct MetricsRow {
   std::vector<double> handler_speeds;
   int64_t handler_crashes = 0;
   int64_t manager_crashes = 0;
+  int64_t retransmitted = 0;  // tasks sent again, so far
+  int64_t space_tuples = -1;  // resident in the space now (-1: not known to this process)
+  int64_t space_bytes = -1;
 };
 
 // A metrics row's run-wide fields from the progress and the controller now: `t_s` since `start`,
@@ -131,6 +138,20 @@ struct HandlerReport {
   int64_t missing_inputs = 0;  // tasks not run for a missing input (reported to the manager)
   int64_t bad_tuples = 0;      // undecodable task tuples
   int64_t reused = 0;          // resent tasks whose outputs were in the space already
+};
+
+// What a run shows while it goes (the dashboard, /metrics): taken with each metrics row.
+struct LiveSample {
+  MetricsRow row;
+  Progress progress;
+  ControllerSnapshot controller;
+  std::vector<HandlerReport> handlers;  // so far (busy, work, crashes, speed)
+  bool handler_times_known = true;      // false: of `handlers`, only tasks and work are known
+  SpaceStats space;
+  Census census;
+  std::map<std::string, LatencyHistogram> task_latency;  // by class
+  int64_t stalls = 0;
+  bool finished = false;  // the last sample of the run
 };
 
 struct RunResult {

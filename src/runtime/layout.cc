@@ -69,6 +69,7 @@ Key Layout::Claim(std::string_view task_key, int handler) const {
 Pattern Layout::ClaimPattern(std::string_view task_key) const {
   return MakePattern(fmt::format("{}.claim.{}.*", job_, task_key));
 }
+Pattern Layout::AllClaimsPattern() const { return MakePattern(job_ + ".claim.>"); }
 Key Layout::StepOpen(int64_t step) const { return Make(fmt::format("{}.step.s{}", job_, step)); }
 Key Layout::Alive(int handler) const { return Make(fmt::format("{}.alive.h{}", job_, handler)); }
 Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }

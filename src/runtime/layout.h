@@ -89,6 +89,7 @@ class Layout {
   Key RestartNotice(int handler) const;
   Key Claim(std::string_view task_key, int handler) const;
   Pattern ClaimPattern(std::string_view task_key) const;
+  Pattern AllClaimsPattern() const;  // every claim of the job
   // Present from a step's admission until its clean-up begins: a handler whose outputs land
   // after it is gone takes them back, so nothing of a finished step stays behind.
   Key StepOpen(int64_t step) const;

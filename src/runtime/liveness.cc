@@ -1,26 +1,57 @@
 #include "runtime/liveness.h"
 
+#include <spdlog/spdlog.h>
+
+#include <limits>
+
 #include "runtime/messages.h"
 
 namespace acan::runtime {
 
+Status Liveness::Fold(const Tuple& claim, std::map<int, std::optional<int64_t>>& alive,
+                      ClaimState& state) {
+  auto v = claim.value.As<int64_t>();
+  auto parsed = layout_->Parse(claim.key);
+  if (v.size() != 2 || !parsed.ok() || parsed->kind != KeyKind::kClaim) return Status::Ok();
+  auto known = alive.find(parsed->handler);
+  if (known == alive.end()) {
+    ACAN_ASSIGN_OR_RETURN(auto tuple, space_->Read(layout_->Alive(parsed->handler)));
+    std::optional<int64_t> incarnation;
+    if (tuple.has_value()) {
+      auto a = tuple->value.As<int64_t>();
+      incarnation = a.size() == 1 ? a[0] : -1;
+    }
+    known = alive.emplace(parsed->handler, incarnation).first;
+  }
+  if (state == ClaimState::kAlive) return Status::Ok();
+  const bool current = known->second == v[0];
+  if (current && v[1] > env_->WallNs()) {
+    state = ClaimState::kAlive;
+  } else if (current) {
+    state = ClaimState::kLapsed;
+  } else if (state == ClaimState::kNone || state == ClaimState::kDead) {
+    state = known->second.has_value() ? ClaimState::kStale : ClaimState::kDead;
+  }
+  return Status::Ok();
+}
+
 Result<ClaimState> Liveness::ClaimOf(std::string_view task_key) {
   ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_->ClaimPattern(task_key)));
+  std::map<int, std::optional<int64_t>> alive;
   ClaimState result = ClaimState::kNone;
-  const int64_t now = env_->WallNs();
+  for (const Tuple& c : claims) ACAN_RETURN_IF_ERROR(Fold(c, alive, result));
+  return result;
+}
+
+Result<std::map<std::string, ClaimState>> Liveness::AllClaims() {
+  ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_->AllClaimsPattern()));
+  std::map<int, std::optional<int64_t>> alive;
+  std::map<std::string, ClaimState> result;
   for (const Tuple& c : claims) {
-    auto v = c.value.As<int64_t>();
     auto parsed = layout_->Parse(c.key);
-    if (v.size() != 2 || !parsed.ok() || parsed->kind != KeyKind::kClaim) continue;
-    ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_->Alive(parsed->handler)));
-    const bool current = alive.has_value() && alive->value.As<int64_t>().size() == 1 &&
-                         alive->value.As<int64_t>()[0] == v[0];
-    if (current && v[1] > now) return ClaimState::kAlive;
-    if (current) {
-      result = ClaimState::kLapsed;
-    } else if (result == ClaimState::kNone || result == ClaimState::kDead) {
-      result = alive.has_value() ? ClaimState::kStale : ClaimState::kDead;
-    }
+    if (!parsed.ok() || parsed->kind != KeyKind::kClaim) continue;
+    auto it = result.emplace(parsed->task_key, ClaimState::kNone).first;
+    ACAN_RETURN_IF_ERROR(Fold(c, alive, it->second));
   }
   return result;
 }
@@ -36,6 +67,9 @@ Status PutRestartNotice(Space* space, const Layout& layout, int handler) {
 }
 
 Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t incarnation) {
+  spdlog::info("handler {} left the job (its incarnations up to {} are dead)", handler,
+               incarnation == std::numeric_limits<int64_t>::max() ? std::string("the last")
+                                                                  : std::to_string(incarnation));
   const Key key = layout.Alive(handler);
   auto alive = space->Take(key, 16, Deadline::Now());
   if (!alive.ok() && !alive.status().IsTimeout()) return alive.status();

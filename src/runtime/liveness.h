@@ -7,6 +7,9 @@
 // PutRestartNotice may be called from any thread.
 #pragma once
 
+#include <map>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "acan/space.h"
@@ -28,10 +31,17 @@ class Liveness {
 
   // The best claim on `task_key`: kAlive if any is; else kLapsed, kStale, kDead in that order.
   Result<ClaimState> ClaimOf(std::string_view task_key);
+  // ClaimOf every task with a claim in the space, from one scan of the job's claims and one read
+  // of each claimant's alive tuple (what a restart notice needs: the tasks a death lost, at once).
+  Result<std::map<std::string, ClaimState>> AllClaims();
   // Removes every claim on a task about to be sent again (none is live then, or it is hung).
   void DropClaims(std::string_view task_key);
 
  private:
+  // Folds `claim` (a tuple under a claim pattern) into `state`, reading its handler's
+  // alive tuple once per call of ClaimOf or AllClaims (`alive`, by handler).
+  Status Fold(const Tuple& claim, std::map<int, std::optional<int64_t>>& alive, ClaimState& state);
+
   Space* space_;
   const Layout* layout_;
   const Env* env_;

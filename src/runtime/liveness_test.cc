@@ -54,6 +54,31 @@ TEST_F(LivenessTest, AClaimLivesUntilItsLeaseEndsOrItsHandlerRestartsOrDies) {
   EXPECT_TRUE(space->ReadAll(layout.ClaimPattern("mb.s0.m0"))->empty());
 }
 
+// AllClaims (what a restart notice reads) says of every claimed task what ClaimOf says of it.
+TEST_F(LivenessTest, AllClaimsAgreesWithClaimOfOnEveryTask) {
+  liveness = Liveness(space.get(), &layout, &env);
+  EXPECT_TRUE(liveness.AllClaims()->empty());
+  Announce(1, 1);
+  Announce(2, 3);
+  Claim("mb.s0.m0", 1, 1, 10ms);     // alive
+  Claim("mb.s0.m1", 2, 2, 10ms);     // stale: handler 2 is on incarnation 3
+  Claim("upd.s0.l0.w", 4, 1, 10ms);  // dead: handler 4 never announced
+  Claim("upd.s0.l0.b", 2, 2, 10ms);  // a stale and a live claim: alive
+  Claim("upd.s0.l0.b", 2, 3, 10ms);
+  env.Advance(5ms);
+  Claim("upd.s0.l1.w", 1, 1, 1ms);  // lapsed
+  env.Advance(2ms);
+  auto all = liveness.AllClaims();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  const std::map<std::string, ClaimState> expected = {{"mb.s0.m0", ClaimState::kAlive},
+                                                      {"mb.s0.m1", ClaimState::kStale},
+                                                      {"upd.s0.l0.w", ClaimState::kDead},
+                                                      {"upd.s0.l0.b", ClaimState::kAlive},
+                                                      {"upd.s0.l1.w", ClaimState::kLapsed}};
+  EXPECT_EQ(*all, expected);
+  for (const auto& [task, state] : expected) EXPECT_EQ(State(task), state) << task;
+}
+
 TEST_F(LivenessTest, ADeathNoticeKeepsANewerIncarnationAndOneNoticeAtMost) {
   Announce(3, 5);
   ASSERT_TRUE(AnnounceDeath(space.get(), layout, 3, 4).ok());  // an older incarnation died

@@ -159,7 +159,13 @@ Status Manager::LoadState() {
   // never finish one under crashes that come faster than a step.
   recover_steps_ = options_.window + 1;
   controller_.Seed(progress_.task_ns);
-  if (lease_.took_over()) progress_.manager_takeovers++;
+  if (lease_.took_over()) {
+    progress_.manager_takeovers++;
+    if (!progress_.finished) {
+      spdlog::info("manager {}: took over the job at step {} (take-over {})", options_.owner,
+                   progress_.next_step, progress_.manager_takeovers);
+    }
+  }
   return Status::Ok();
 }
 
@@ -328,6 +334,8 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   if (reason) {
     progress_.retransmitted++;
     progress_.retransmit_reasons[reason]++;
+    spdlog::debug("manager {}: sending {} again (attempt {}): {}", options_.owner, t.spec.key,
+                  t.attempt, reason);
     if (options_.trace) {
       options_.trace->Instant(TraceRecorder::kManagerLane, "retransmit " + t.spec.key, "retransmit",
                               fmt::format(R"({{"reason":"{}","attempt":{}}})", reason, t.attempt));
@@ -513,10 +521,13 @@ Status Manager::Release() {
 // A handler came back from a crash: whatever its earlier incarnation held is lost. Look at the
 // claims of every task in flight now instead of waiting for their deadlines.
 Status Manager::CheckClaimsNow() {
+  ACAN_ASSIGN_OR_RETURN(auto claims, liveness_.AllClaims());
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
       if (t.attempt == 0 || t.done || !t.dispatched) continue;
-      ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
+      auto found = claims.find(t.spec.key);
+      if (found == claims.end()) continue;
+      const ClaimState claim = found->second;
       if (claim != ClaimState::kStale && claim != ClaimState::kDead) continue;
       // A known death, not a sign of congestion: the timeout stays as it is. Its claims go, so
       // the next notice does not send the new copy again while it waits in the space.
@@ -616,7 +627,6 @@ Status Manager::FinalizeSteps() {
     // A version is the number of updates applied to its shard: counted from the versions, so
     // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
     progress_.versions_applied = versions_.Applied();
-    ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(SaveState());
     DropStaleVersions(st);
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
@@ -705,6 +715,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   const Pattern done = layout_.DonePattern();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
+    // Renewed here while idle; every write renews it too (FencedSpace).
     ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(AdmitAhead());
     // NextWake is on the Env's clock; the wait is real time (at most 100 ms, so a test's clock
@@ -714,10 +725,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     auto dones = space_->Take(done, 256, Deadline::After(wait));
     const auto begin = Clock::now();
     if (dones.ok()) {
-      for (const Tuple& d : *dones) {
-        ACAN_RETURN_IF_ERROR(lease_.Keep());
-        ACAN_RETURN_IF_ERROR(OnDone(d));
-      }
+      for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
       ACAN_RETURN_IF_ERROR(DispatchReady());
       ACAN_RETURN_IF_ERROR(SendQueued());
     } else if (!dones.status().IsTimeout()) {
@@ -743,7 +751,6 @@ Status Manager::AdmitAhead() {
   while (static_cast<int64_t>(active_.size()) < options_.window + 1 && next_admit_ < total_steps_ &&
          versions_.Min() >= next_admit_ - options_.window) {
     const auto begin = Clock::now();
-    ACAN_RETURN_IF_ERROR(lease_.Keep());
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
     admitted = true;
     if (options_.trace) {

@@ -8,7 +8,7 @@ namespace acan::runtime {
 namespace {
 
 constexpr uint32_t kTaskMagic = 0x41435432;   // "ACT2"
-constexpr uint32_t kDoneMagic = 0x41434433;   // "ACD3"
+constexpr uint32_t kDoneMagic = 0x41434434;   // "ACD4"
 constexpr uint32_t kLeaseMagic = 0x41434c31;  // "ACL1"
 
 class Writer {
@@ -122,6 +122,7 @@ Value EncodeDoneMessage(const DoneMessage& m) {
   w.Pod<uint32_t>(static_cast<uint32_t>(m.missing.size()));
   for (const std::string& k : m.missing) w.Str(k);
   w.Pod(m.in_hand_ns);
+  w.Pod(m.reported_wall_ns);
   return w.Done();
 }
 
@@ -139,6 +140,7 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
   m.missing.resize(n);
   for (auto& k : m.missing) ACAN_RETURN_IF_ERROR(r.Str(&k));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.in_hand_ns));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.reported_wall_ns));
   ACAN_RETURN_IF_ERROR(r.End());
   return m;
 }

@@ -42,6 +42,9 @@ struct DoneMessage {
   // From taking the task to reporting it: its kernel and its reads and writes through the space
   // (0: not said). What a task usually costs its handler, trips through a server included.
   int64_t in_hand_ns = 0;
+  // When the handler sent the report (its wall clock, ns; 0: not said): what an observer behind
+  // a busy connection times a redo by, rather than by when it happened to read the report.
+  int64_t reported_wall_ns = 0;
 };
 Value EncodeDoneMessage(const DoneMessage& m);
 Result<DoneMessage> DecodeDoneMessage(const Value& v);

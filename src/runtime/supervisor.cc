@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 
 #include <utility>
 
@@ -131,6 +132,7 @@ void ManagerSlot::Loop() {
     if ((s.IsCancelled() || view.dead()) && !end_->over()) {
       if (was_active) {
         crashes_.fetch_add(1);
+        spdlog::info("manager slot {} crashed while active", id_);
         telemetry_->OnManagerCrash();
         if (options_.trace) {
           options_.trace->Instant(TraceRecorder::kManagerLane, "manager crash", "crash");
@@ -190,6 +192,7 @@ void HandlerSlot::Crash() {
     incarnation = incarnation_;
     stop_.store(true);
   }
+  spdlog::info("handler {} (incarnation {}) crashed", options_.id, incarnation);
   if (run_.supervise) (void)AnnounceDeath(space_, layout_, options_.id, incarnation);
 }
 

@@ -26,6 +26,7 @@ void Telemetry::OnStep(const Progress& p, const ControllerSnapshot& c) {
 void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns) {
   std::lock_guard lock(mu_);
   const std::string cls = Layout::TaskClass(key);
+  task_latency_[cls].Record(static_cast<uint64_t>(std::max<int64_t>(exec_ns, 0)));
   if (recovery_.task_ms.size() < 100000) recovery_.task_ms.push_back(double(exec_ns) / 1e6);
   std::vector<double>& of_class = recovery_.task_ms_by_class[cls];
   if (of_class.size() < 20000) of_class.push_back(double(exec_ns) / 1e6);
@@ -36,6 +37,11 @@ void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns) {
     recovery_.lost_classes.push_back(cls);
     lost_.erase(it);
   }
+}
+
+std::map<std::string, LatencyHistogram> Telemetry::TaskLatency() const {
+  std::lock_guard lock(mu_);
+  return task_latency_;
 }
 
 void Telemetry::OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost,

@@ -64,6 +64,8 @@ class Telemetry {
   Clock::time_point last_step_at() const;
   std::pair<Progress, ControllerSnapshot> Latest() const;
   RecoveryStats recovery() const;
+  // Every first completion's time, by class of task (all of them, not a sample).
+  std::map<std::string, LatencyHistogram> TaskLatency() const;
 
  private:
   const Env* env_;
@@ -71,6 +73,7 @@ class Telemetry {
   Progress progress_;
   ControllerSnapshot controller_;
   RecoveryStats recovery_;
+  std::map<std::string, LatencyHistogram> task_latency_;
   std::unordered_map<std::string, Clock::time_point> lost_;
   std::vector<Clock::time_point> manager_crashes_;
   Clock::time_point last_step_at_;

@@ -9,6 +9,8 @@
 #include "nn/evaluate.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
+#include "obs/http_server.h"
+#include "runtime/live_view.h"
 #include "runtime/process.h"
 
 namespace acan {
@@ -96,6 +98,26 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
     }
     if (settings.on_progress) settings.on_progress(ToTrainProgress(p, steps_per_epoch, epochs));
   };
+  // What the run shows while it goes: /metrics and the dashboard (runtime/live_view.h).
+  std::shared_ptr<LiveView> live;
+  std::vector<std::unique_ptr<obs::HttpServer>> servers;
+  std::string metrics_url, dashboard_url;
+  if (settings.metrics_port >= 0 || settings.dashboard_port >= 0) {
+    live = std::make_shared<LiveView>(
+        obs::Labels{{"job", options.job_token}, {"role", "trainer"}},
+        fmt::format("acan: training {} on {}", fmt::join(job.model.layers, "-"), options.space_uri),
+        nlohmann::json{{"strategy", std::string(ToString(job.partition.strategy))},
+                       {"handlers", options.handlers},
+                       {"window", options.window}});
+    auto previous = options.on_sample;
+    options.on_sample = [live, previous](const LiveSample& s) {
+      live->OnSample(s);
+      if (previous) previous(s);
+    };
+    ACAN_ASSIGN_OR_RETURN(
+        servers, ServeLiveView(live, settings.metrics_port, settings.dashboard_port, &metrics_url,
+                               &dashboard_url));
+  }
   // Held-out evaluation after every epoch (its time is reported apart from training's).
   std::vector<EpochReport> reports;
   nlohmann::json per_epoch = nlohmann::json::array();
@@ -119,6 +141,8 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
           {{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
     }
     reports.push_back(report);
+    if (live)
+      live->OnEpoch({report.epoch, report.train_loss, report.test_loss, report.test_accuracy});
     if (settings.on_epoch) settings.on_epoch(report);
   };
   if (settings.on_start) {
@@ -133,6 +157,8 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
     plan.space_uri = options.space_uri;
     plan.chaos = !options.chaos.speeds.empty() || options.chaos.crash_interval_s > 0 ||
                  options.chaos.relative();
+    plan.metrics_url = metrics_url;
+    plan.dashboard_url = dashboard_url;
     settings.on_start(plan);
   }
 
@@ -204,6 +230,8 @@ Result<TrainResult> Train(const JobConfig& job, const TrainOptions& options) {
   if (options.init_model) s.init = nn::FromPublicModel(*options.init_model);
   s.init_path = options.init_path;
   s.evaluate_each_epoch = options.evaluate_each_epoch;
+  s.metrics_port = options.metrics_port;
+  s.dashboard_port = options.dashboard_port;
   s.on_start = options.on_start;
   s.on_progress = options.on_progress;
   s.on_epoch = options.on_epoch;

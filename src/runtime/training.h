@@ -40,6 +40,8 @@ struct TrainSettings {
   std::optional<nn::Model> init;  // the initial model; unset: init_path, else the job's
   std::string init_path;
   bool evaluate_each_epoch = true;
+  int metrics_port = -1;    // TrainOptions::metrics_port
+  int dashboard_port = -1;  // TrainOptions::dashboard_port
   std::function<void(const TrainPlan&)> on_start;
   std::function<void(const TrainProgress&)> on_progress;
   std::function<void(const EpochReport&)> on_epoch;

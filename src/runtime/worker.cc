@@ -17,6 +17,7 @@
 #include "runtime/artefacts.h"
 #include "runtime/grain.h"
 #include "runtime/handler.h"
+#include "runtime/live_view.h"
 #include "runtime/liveness.h"
 #include "runtime/local_inputs.h"
 #include "runtime/manager.h"
@@ -163,9 +164,10 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;
-  const std::atomic<double> speed{options.slowdown};
-  runtime::SlowedEnv slowed(runtime::Env::Default(), &speed);
-  if (options.slowdown > 1.0) ho.env = &slowed;
+  const std::atomic<double> fixed_speed{options.slowdown};
+  runtime::SlowedEnv slowed(runtime::Env::Default(),
+                            options.speed != nullptr ? options.speed : &fixed_speed);
+  if (options.slowdown > 1.0 || options.speed != nullptr) ho.env = &slowed;
   ACAN_ASSIGN_OR_RETURN(ho.incarnation, NextIncarnation(space, layout, options.id));
   // The kill-point test hook (common/kill_point.h), for the handler it names.
   if (const char* target = std::getenv("ACAN_TEST_KILL_HANDLER");
@@ -177,6 +179,33 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   ho.until = [&] { return JobFinished(space, layout); };
   runtime::HandlerStats stats;
   const auto start = Clock::now();
+  // /metrics: read from the handler's counters at each scrape.
+  std::vector<std::unique_ptr<obs::HttpServer>> servers;
+  if (options.metrics_port >= 0) {
+    auto view = std::make_shared<runtime::LiveView>(
+        obs::Labels{{"job", std::string(job_id)},
+                    {"role", "handler"},
+                    {"incarnation", std::to_string(ho.incarnation)}},
+        "handler");
+    const std::atomic<double>* speed_now = options.speed != nullptr ? options.speed : &fixed_speed;
+    view->SetSource([&stats, &space, speed_now, start, id = options.id] {
+      runtime::LiveSample s;
+      s.row.t_s = std::chrono::duration<double>(Clock::now() - start).count();
+      runtime::HandlerReport r;
+      r.id = id;
+      r.tasks = stats.tasks.load();
+      r.work = stats.work.load();
+      r.busy_s = double(stats.busy_ns.load()) / 1e9;
+      r.speed = speed_now->load();
+      s.handlers.push_back(r);
+      s.space = space.Stats();
+      return s;
+    });
+    std::string url, unused;
+    ACAN_ASSIGN_OR_RETURN(servers,
+                          runtime::ServeLiveView(view, options.metrics_port, -1, &url, &unused));
+    if (options.on_serving) options.on_serving(url);
+  }
   runtime::Handler handler(&space, layout, ho, &stats);
   ACAN_RETURN_IF_ERROR(handler.Announce());
   handler.Run(stop);
@@ -277,10 +306,32 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   std::optional<Clock::time_point> active_at;
   Clock::time_point last_row{};
   int64_t last_samples = 0;
-  mo.on_task_done = [&](const std::string&, int handler, int64_t, int64_t work) {
+  Clock::time_point live_last_at{};
+  int64_t live_last_samples = 0;
+  // /metrics: a sample after each step (the progress and the controller as the manager has
+  // them), the task times by class from the reports.
+  std::shared_ptr<runtime::LiveView> view;
+  std::vector<std::unique_ptr<obs::HttpServer>> servers;
+  std::map<std::string, LatencyHistogram> task_latency;
+  std::mutex task_latency_mu;  // the manager's thread writes, nothing else reads while it runs
+  if (options.metrics_port >= 0) {
+    view = std::make_shared<runtime::LiveView>(
+        obs::Labels{{"job", options.job_id}, {"role", "manager"}, {"manager", options.name}},
+        "manager");
+    std::string url, unused;
+    ACAN_ASSIGN_OR_RETURN(servers,
+                          runtime::ServeLiveView(view, options.metrics_port, -1, &url, &unused));
+    if (options.on_serving) options.on_serving(url);
+  }
+  mo.on_task_done = [&](const std::string& task, int handler, int64_t exec_ns, int64_t work) {
     auto& [tasks, done] = by_handler[handler];
     ++tasks;
     done += work;
+    if (view) {
+      std::lock_guard lock(task_latency_mu);
+      task_latency[runtime::Layout::TaskClass(task)].Record(
+          uint64_t(std::max<int64_t>(exec_ns, 0)));
+    }
   };
   mo.on_step = [&](const runtime::Progress& p, const runtime::ControllerSnapshot& c) {
     if (p.finished) report.applied_last_step = true;
@@ -292,6 +343,28 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       row.manager_crashes = p.manager_takeovers;
       metrics.push_back(std::move(row));
       handlers_at_row.push_back(by_handler);
+    }
+    if (view && active_at) {
+      runtime::LiveSample live;
+      live.row = runtime::RunMetrics(p, c, *active_at, &live_last_at, &live_last_samples);
+      live.row.manager_crashes = p.manager_takeovers;
+      live.progress = p;
+      live.controller = c;
+      live.handler_times_known = false;  // only what the reports say: tasks and work
+      for (const auto& [id, counts] : by_handler) {
+        runtime::HandlerReport r;
+        r.id = id;
+        r.tasks = counts.first;
+        r.work = counts.second;
+        live.handlers.push_back(r);
+      }
+      live.space = space.Stats();
+      {
+        std::lock_guard lock(task_latency_mu);
+        live.task_latency = task_latency;
+      }
+      live.finished = p.finished;
+      view->OnSample(live);
     }
     if (options.on_progress) {
       options.on_progress(runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs));

@@ -19,6 +19,7 @@ void LatencyHistogram::Record(uint64_t ns) {
   size_t bucket = ns == 0 ? 0 : static_cast<size_t>(std::bit_width(ns) - 1);
   ++counts[std::min(bucket, kBuckets - 1)];
   ++total;
+  sum_ns += ns;
 }
 
 uint64_t LatencyHistogram::QuantileNs(double q) const {

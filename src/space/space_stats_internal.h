@@ -20,6 +20,7 @@ class StatsRecorder {
     size_t bucket = ns <= 0 ? 0 : static_cast<size_t>(std::bit_width(uint64_t(ns)) - 1);
     latency_[i][std::min(bucket, LatencyHistogram::kBuckets - 1)].fetch_add(
         1, std::memory_order_relaxed);
+    sum_ns_[i].fetch_add(uint64_t(std::max<int64_t>(ns, 0)), std::memory_order_relaxed);
     switch (status.code()) {
       case StatusCode::kOk:
         break;
@@ -49,6 +50,7 @@ class StatsRecorder {
         s.latency[i].counts[b] = latency_[i][b].load(std::memory_order_relaxed);
         s.latency[i].total += s.latency[i].counts[b];
       }
+      s.latency[i].sum_ns = sum_ns_[i].load(std::memory_order_relaxed);
     }
     s.tuples_taken = taken_.load(std::memory_order_relaxed);
     s.timeouts = timeouts_.load(std::memory_order_relaxed);
@@ -62,6 +64,7 @@ class StatsRecorder {
  private:
   static constexpr size_t kOps = size_t(SpaceOp::kCount);
   std::array<std::atomic<uint64_t>, kOps> calls_{};
+  std::array<std::atomic<uint64_t>, kOps> sum_ns_{};
   std::array<std::array<std::atomic<uint64_t>, LatencyHistogram::kBuckets>, kOps> latency_{};
   std::atomic<uint64_t> taken_{0}, timeouts_{0}, cancelled_{0}, rejected_{0};
   std::atomic<uint64_t> bytes_put_{0}, bytes_returned_{0};

@@ -1,0 +1,154 @@
+// LiveView against hand-made samples: the metrics carry what the sample says, under the names
+// docs/observability.md lists; the page's data holds every row and epoch; ReportData reads a run
+// directory written by WriteArtefacts back and names the file and line of a damaged one.
+#include "runtime/live_view.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/artefacts.h"
+
+namespace acan::runtime {
+namespace {
+
+LiveSample Sample(double t_s, int64_t step) {
+  LiveSample s;
+  s.row.t_s = t_s;
+  s.row.step = step;
+  s.row.samples_per_s = 100;
+  s.row.retransmitted = 2;
+  s.row.space_tuples = 7;
+  s.row.space_bytes = 4096;
+  s.row.handler_work = {30, 10};
+  s.row.handler_speeds = {1, 5};
+  s.progress.next_step = step;
+  s.progress.total_steps = 10;
+  s.progress.retransmitted = 2;
+  s.progress.retransmit_reasons = {{"handler-died", 2}};
+  s.progress.by_type = {{"update", 4}};
+  s.progress.epochs = {EpochTotals{1.5, 0, 3}};
+  s.controller.timeouts_ms = {{"mb.m0", 250}};
+  s.controller.pouch = 2;
+  HandlerReport h;
+  h.id = 1;
+  h.tasks = 5;
+  h.busy_s = 0.25;
+  s.handlers = {h};
+  s.task_latency["mb.m0"].Record(3'000'000);  // 3 ms
+  s.space.calls[size_t(SpaceOp::kPut)] = 1;
+  s.space.latency[size_t(SpaceOp::kPut)].Record(50'000);
+  return s;
+}
+
+bool Has(const std::string& text, const std::string& line) {
+  return text.find(line + "\n") != std::string::npos;
+}
+
+TEST(LiveViewTest, MetricsSayWhatTheSampleSays) {
+  LiveView view({{"job", "j"}, {"role", "trainer"}}, "t");
+  EXPECT_TRUE(Has(view.MetricsText(), R"(acan_up{job="j",role="trainer"} 1)"));
+  view.OnSample(Sample(1.0, 3));
+  const std::string m = view.MetricsText();
+  EXPECT_TRUE(Has(m, R"(acan_steps_applied_total{job="j",role="trainer"} 3)")) << m;
+  EXPECT_TRUE(
+      Has(m, R"(acan_retransmissions_total{job="j",role="trainer",reason="handler-died"} 2)"));
+  EXPECT_TRUE(Has(m, R"(acan_tasks_completed_total{job="j",role="trainer",type="update"} 4)"));
+  EXPECT_TRUE(Has(m, R"(acan_training_loss{job="j",role="trainer"} 0.5)"));
+  EXPECT_TRUE(Has(m, R"(acan_timeout_seconds{job="j",role="trainer",class="mb.m0"} 0.25)"));
+  EXPECT_TRUE(Has(m, R"(acan_pouch{job="j",role="trainer"} 2)"));
+  EXPECT_TRUE(
+      Has(m, R"(acan_handler_busy_seconds_total{job="j",role="trainer",handler="1"} 0.25)"));
+  EXPECT_TRUE(
+      Has(m, R"(acan_handler_idle_seconds_total{job="j",role="trainer",handler="1"} 0.75)"));
+  EXPECT_TRUE(Has(m, R"(acan_space_resident_tuples{job="j",role="trainer"} 7)"));
+  // 3 ms lands in the bucket up to 2^22 ns (4.19 ms), not the one below.
+  EXPECT_TRUE(Has(
+      m, R"(acan_task_seconds_bucket{job="j",role="trainer",class="mb.m0",le="0.002097152"} 0)"));
+  EXPECT_TRUE(Has(
+      m, R"(acan_task_seconds_bucket{job="j",role="trainer",class="mb.m0",le="0.004194304"} 1)"));
+  EXPECT_TRUE(Has(m, R"(acan_task_seconds_sum{job="j",role="trainer",class="mb.m0"} 0.003)"));
+  EXPECT_TRUE(Has(m, R"(acan_space_operation_seconds_count{job="j",role="trainer",op="put"} 1)"));
+}
+
+TEST(LiveViewTest, ThePageDataHoldsEveryRowAndEpoch) {
+  LiveView view({}, "title", {{"strategy", "data"}});
+  view.OnSample(Sample(0.5, 1));
+  view.OnEpoch({1, 0.7, 0.8, 0.75});
+  LiveSample last = Sample(1.0, 2);
+  last.finished = true;
+  view.OnSample(last);
+  const nlohmann::json d = view.PageData();
+  EXPECT_EQ(d["title"], "title");
+  ASSERT_EQ(d["rows"].size(), 2u);
+  EXPECT_EQ(d["rows"][1]["step"], 2);
+  EXPECT_EQ(d["rows"][1]["handler_work"], nlohmann::json({30, 10}));
+  ASSERT_EQ(d["epochs"].size(), 1u);
+  EXPECT_EQ(d["epochs"][0]["test_accuracy"], 0.75);
+  EXPECT_EQ(d["handlers"], nlohmann::json({1}));
+  EXPECT_EQ(d["facts"]["strategy"], "data");
+  EXPECT_TRUE(d["finished"].get<bool>());
+}
+
+struct ReportDataTest : ::testing::Test {
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() / ("acan_report_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+  }
+  std::filesystem::path dir;
+};
+
+TEST_F(ReportDataTest, ReadsBackWhatTheArtefactsHold) {
+  std::vector<MetricsRow> rows(2);
+  rows[0].t_s = 0.5;
+  rows[0].step = 1;
+  rows[0].handler_work = {3, 1};
+  rows[0].handler_speeds = {1, 5};
+  rows[0].timeouts_ms = {{"a", 1.5}, {"b", 2}};
+  rows[1] = rows[0];
+  rows[1].t_s = 1.0;
+  rows[1].retransmitted = 4;
+  ASSERT_TRUE(WriteMetricsCsv((dir / "metrics.csv").string(), rows, {0, 1}).ok());
+  Write("summary.json", R"({"loss_per_epoch": [0.9, 0.4], "strategy": "data",
+    "test_per_epoch": [{"epoch": 2, "test_loss": 0.5, "test_accuracy": 0.8}],
+    "recovery": {"handler_ms": [3.0, 40.0]},
+    "controller": {"decisions": [{"t_s": 1, "action": "grow-pouch", "completion_rate": 1,
+                                  "pouch": 2, "task_size": 32, "timeout_scale": 1}]}})");
+  auto d = ReportData(dir.string());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ((*d)["handlers"], nlohmann::json({0, 1}));
+  ASSERT_EQ((*d)["rows"].size(), 2u);
+  EXPECT_EQ((*d)["rows"][1]["retransmitted"], 4.0);
+  EXPECT_EQ((*d)["rows"][1]["handler_work"], nlohmann::json({3.0, 1.0}));
+  EXPECT_TRUE((*d)["rows"][1]["space_tuples"].is_null());  // not known to that run
+  EXPECT_EQ((*d)["mean_speeds"], nlohmann::json({1.0, 5.0}));
+  ASSERT_EQ((*d)["epochs"].size(), 2u);
+  EXPECT_TRUE((*d)["epochs"][0]["test_accuracy"].is_null());
+  EXPECT_EQ((*d)["epochs"][1]["test_accuracy"], 0.8);
+  EXPECT_EQ((*d)["recovery_ms"], nlohmann::json({3.0, 40.0}));
+  EXPECT_EQ((*d)["decisions"].size(), 1u);
+}
+
+TEST_F(ReportDataTest, ADamagedRunDirectoryIsNamed) {
+  EXPECT_EQ(ReportData(dir.string()).status().code(), StatusCode::kNotFound);  // no summary
+  Write("summary.json", "{not json");
+  auto bad = ReportData(dir.string());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("summary.json"), std::string::npos);
+  Write("summary.json", "{}");
+  Write("metrics.csv", "t_s,samples_per_s,step\n1,2,3\n1,2\n");
+  auto short_line = ReportData(dir.string());
+  EXPECT_EQ(short_line.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(short_line.status().message().find("line 3"), std::string::npos)
+      << short_line.status().ToString();
+  Write("metrics.csv", "when,step\n1,2\n");
+  EXPECT_NE(ReportData(dir.string()).status().message().find("no column 't_s'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acan::runtime

@@ -1,0 +1,49 @@
+// ProcessView: what the supervisor of a run of processes shows of the job (its dashboard and
+// /metrics), from the puts it watches at the server (NatsSpace::WatchPuts): the manager's state
+// after every step (progress, loss) and the handlers' reports (tasks, time in hand, by handler),
+// with the kills and speeds the supervisor knows itself. Sampled into a LiveView at most every
+// `interval`. Thread-safe: puts arrive on a libnats thread, kills on the supervisor's.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "acan/key.h"
+#include "acan/value.h"
+#include "runtime/layout.h"
+#include "runtime/live_view.h"
+
+namespace acan::runtime {
+
+class ProcessView {
+ public:
+  ProcessView(const Layout& layout, std::shared_ptr<LiveView> view, int handlers,
+              std::chrono::milliseconds interval = std::chrono::milliseconds(500));
+
+  void OnPut(const Key& key, const Value& value);
+  void SetCrashes(int64_t handlers, int64_t manager);
+  void SetSpeeds(std::vector<double> speeds);
+  // A last sample (the job is over).
+  void Finish();
+
+ private:
+  void SampleLocked(bool finished);  // REQUIRES: mu_ held
+
+  const Layout layout_;
+  const std::shared_ptr<LiveView> view_;
+  const std::chrono::milliseconds interval_;
+  const Clock::time_point start_ = Clock::now();
+  std::mutex mu_;
+  Progress progress_;                                     // GUARDED_BY(mu_): the last state put
+  std::vector<HandlerReport> handlers_;                   // GUARDED_BY(mu_)
+  std::vector<double> speeds_;                            // GUARDED_BY(mu_)
+  std::map<std::string, LatencyHistogram> task_latency_;  // GUARDED_BY(mu_)
+  int64_t handler_kills_ = 0, manager_kills_ = 0;         // GUARDED_BY(mu_)
+  Clock::time_point last_sample_{}, last_row_at_;         // GUARDED_BY(mu_)
+  int64_t last_samples_ = 0;                              // GUARDED_BY(mu_)
+};
+
+}  // namespace acan::runtime

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Seeing a run (issue 16), through the acan command and real tools:
+#  1. `acan train --metrics-port 0 --dashboard 0` on a job that runs for a while: /metrics passes
+#     `promtool check metrics` and its step counter grows between two scrapes; the dashboard,
+#     loaded from the running job by headless chromium, draws data points from the run, updates
+#     itself, and its console shows no error.
+#  2. A finished run's report.html, opened from the file in headless chromium with no network
+#     to reach: charts drawn, no error, and nothing in it loads from outside the file.
+#  3. `acan manager` and `acan handler` processes serve /metrics too (promtool again).
+# Usage: observe.sh ACAN_BINARY
+set -euo pipefail
+acan=${1:?usage: $0 ACAN_BINARY}
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/small_job.sh"
+work=$(mktemp -d)
+pids=()
+trap stop_started EXIT
+promtool=$(command -v promtool || echo /usr/bin/promtool)
+chromium=$(command -v chromium || echo /usr/bin/chromium)
+for tool in "$promtool" "$chromium"; do
+  [[ -x "$tool" ]] || { echo "FAIL: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+done
+browse() {  # browse URL OUT: the page's DOM after its scripts ran, chromium's log beside it
+  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+    --no-first-run --user-data-dir="$work/chromium" --virtual-time-budget=4000 --dump-dom "$1" > "$2" 2> "$2.log"
+}
+# wait_line FILE PATTERN: the first line of FILE matching PATTERN, within 60 s.
+wait_line() {
+  for _ in $(seq 1 600); do
+    if line=$(grep -m1 -o "$2" "$1" 2>/dev/null); then echo "$line"; return 0; fi
+    sleep 0.1
+  done
+  echo "FAIL: no '$2' in $1:" >&2; cat "$1" >&2; return 1
+}
+scrape() { /usr/bin/python3 -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
+counter() { awk -v n="$1" '$1 ~ "^"n"({|$)" {print $2; exit}' "$2"; }
+
+# 1. A run far longer than the looking (it is stopped once seen): 4000 epochs of 2000 rows.
+small_job "$work/long.toml" data 2 1 2000
+sed -i 's/^epochs = 1/epochs = 4000/' "$work/long.toml"
+"$acan" train "$work/long.toml" --metrics-port 0 --dashboard 0 --out "$work/long" \
+  > "$work/long.out" 2> "$work/long.err" &
+pids+=("$!")
+metrics=$(wait_line "$work/long.err" 'http://127.0.0.1:[0-9]*/metrics')
+dashboard=$(wait_line "$work/long.err" 'http://127.0.0.1:[0-9]*/$')
+for _ in $(seq 1 600); do  # until the first steps are applied
+  scrape "$metrics" > "$work/m1.txt"
+  s1=$(counter acan_steps_applied_total "$work/m1.txt")
+  [[ -n "$s1" && "$s1" != 0 ]] && break
+  sleep 0.1
+done
+"$promtool" check metrics < "$work/m1.txt" 2>&1 | tee "$work/promtool.txt"
+if [[ -s "$work/promtool.txt" ]]; then echo "FAIL: promtool found problems" >&2; exit 1; fi
+sleep 2
+scrape "$metrics" > "$work/m2.txt"
+s1=$(counter acan_steps_applied_total "$work/m1.txt"); s2=$(counter acan_steps_applied_total "$work/m2.txt")
+echo "acan_steps_applied_total: $s1 -> $s2"
+/usr/bin/python3 -c 'import sys; a,b=map(float,sys.argv[1:]); assert b > a > 0, (a,b)' "$s1" "$s2"
+for name in acan_tasks_completed_total acan_task_seconds_bucket acan_handler_busy_seconds_total \
+            acan_timeout_seconds acan_pouch acan_space_resident_tuples \
+            acan_space_operation_seconds_bucket acan_training_loss acan_manager_crashes_total; do
+  grep -q "^$name{" "$work/m2.txt" || { echo "FAIL: no $name in /metrics" >&2; exit 1; }
+done
+browse "$dashboard" "$work/dashboard.html"
+/usr/bin/python3 - "$work/dashboard.html" <<'PY'
+import re, sys
+dom = open(sys.argv[1]).read()
+body = re.search(r'<body([^>]*)>', dom).group(1)
+attr = lambda name, text=body: int(re.search(name + r'="(\d+)"', text).group(1))
+canvas = lambda cid: attr("data-points", re.search(r'<canvas id="%s"([^>]*)>' % cid, dom).group(1))
+print(f"dashboard: first charts drawn {attr('data-first-draw-ms')} ms after navigation; "
+      f"{attr('data-points')} points, {attr('data-updates')} updates, "
+      f"{attr('data-errors')} errors; throughput {canvas('c-throughput')}, "
+      f"controller {canvas('c-controller')}, space {canvas('c-space')}, share {canvas('c-share')}")
+assert attr("data-errors") == 0, re.search(r'<div id="errors">(.*?)</div>', dom, re.S).group(1)
+assert attr("data-updates") >= 2, "the page did not update itself"
+for c in ("c-throughput", "c-controller", "c-space", "c-share", "c-faults"):
+    assert canvas(c) > 0, f"chart {c} holds no point"
+PY
+kill -TERM "${pids[-1]}" 2>/dev/null || true
+
+# 2. A finished run's report, from the file, the network off.
+"$acan" train "$here/../../examples/feasibility.toml" --quiet --out "$work/done" > /dev/null
+[[ -f "$work/done/report.html" ]] || { echo "FAIL: acan train wrote no report.html" >&2; exit 1; }
+rm "$work/done/report.html"
+"$acan" report "$work/done" > /dev/null
+/usr/bin/python3 - "$work/done/report.html" <<'PY'
+import re, sys
+page = open(sys.argv[1]).read()
+outside = re.findall(r'<(?:script|link|img|iframe)[^>]+(?:src|href)\s*=', page, re.I)
+assert not outside, f"report.html loads from outside itself: {outside[:3]}"
+assert "window.ACAN_DATA" in page and "Chart" in page
+PY
+# No network for the browser: every request goes to a proxy where nothing listens (a network
+# namespace would do, but chromium waits there for its own services); a chart drawn then came
+# from the file alone.
+timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+  --no-first-run --user-data-dir="$work/chromium2" \
+  --proxy-server="socks5://127.0.0.1:9" --proxy-bypass-list="<-loopback>" \
+  --virtual-time-budget=3000 --dump-dom \
+  "file://$work/done/report.html" > "$work/report.dom" 2> "$work/report.dom.log"
+/usr/bin/python3 - "$work/report.dom" <<'PY'
+import re, sys
+dom = open(sys.argv[1]).read()
+body = re.search(r'<body([^>]*)>', dom).group(1)
+attr = lambda name, text=body: int(re.search(name + r'="(\d+)"', text).group(1))
+canvas = lambda cid: attr("data-points", re.search(r'<canvas id="%s"([^>]*)>' % cid, dom).group(1))
+print(f"report: {attr('data-points')} points, {attr('data-errors')} errors; "
+      f"epochs {canvas('c-epochs')}, throughput {canvas('c-throughput')}")
+assert attr("data-errors") == 0, re.search(r'<div id="errors">(.*?)</div>', dom, re.S).group(1)
+assert canvas("c-epochs") >= 2 and canvas("c-throughput") > 0
+PY
+
+# 3. Role processes over NATS serve /metrics.
+start_nats -1
+small_job "$work/roles.toml" data 2 1 400
+sed -i 's/^epochs = 1/epochs = 20/' "$work/roles.toml"
+"$acan" manager "$work/roles.toml" --space "$url" --job-id obs --quiet --handlers 1 \
+  --metrics-port 0 > "$work/m.out" 2> "$work/m.err" &
+roles=("$!")
+"$acan" handler --space "$url" --job obs --id 0 --quiet --metrics-port 0 \
+  > "$work/h.out" 2> "$work/h.err" &
+roles+=("$!")
+for role in m h; do
+  u=$(wait_line "$work/$role.err" 'http://127.0.0.1:[0-9]*/metrics')
+  sleep 1
+  scrape "$u" > "$work/$role.txt"
+  "$promtool" check metrics < "$work/$role.txt" 2>&1 | tee "$work/promtool-$role.txt"
+  [[ ! -s "$work/promtool-$role.txt" ]] || { echo "FAIL: promtool ($role)" >&2; exit 1; }
+done
+grep -q '^acan_space_operation_seconds_bucket{job="obs",role="handler"' "$work/h.txt"
+grep -q '^acan_handler_tasks_total{job="obs",role="handler"' "$work/h.txt"
+grep -q '^acan_up{job="obs",role="manager"' "$work/m.txt"
+# The roles leave on SIGTERM while their server still runs (the EXIT trap stops it after).
+kill -TERM "${roles[@]}"
+wait "${roles[@]}" || true
+echo "observe: /metrics, dashboard and report checked"
