@@ -2,6 +2,7 @@
 // reference trainer: Train and a manager with handlers run as separate roles give bitwise its
 // weights at window 1; models survive a safetensors round trip; bad input is a clear error.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <atomic>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "acan/acan.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
+#include "obs/http_server.h"
 #include "runtime/local_inputs.h"
 #include "space/space_wrapper.h"
 
@@ -92,6 +94,49 @@ TEST(ApiTest, TrainGivesTheReferenceWeightsAndReportsEveryEpoch) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/summary.json"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.csv"));
   std::filesystem::remove_all(dir);
+}
+
+// Monitoring on: /metrics and the dashboard's data answer while the job trains (asked from the
+// manager's thread, as a scraper would at any moment), and the weights are the reference's still.
+TEST(ApiTest, MetricsAndTheDashboardAnswerWhileItTrainsAndChangeNothing) {
+  JobConfig job = Feasibility(40);
+  TrainOptions o;
+  o.handlers = 2;
+  o.metrics_port = 0;
+  o.dashboard_port = 0;
+  TrainPlan plan;
+  o.on_start = [&](const TrainPlan& p) { plan = p; };
+  std::string metrics, page;
+  o.on_epoch = [&](const EpochReport& e) {
+    if (e.epoch != 1) return;
+    auto get = [](const std::string& url) {
+      const size_t slash = url.find('/', std::string("http://").size());
+      httplib::Client client(url.substr(0, slash));
+      auto r = client.Get(url.substr(slash));
+      return r && r->status == 200 ? r->body : std::string();
+    };
+    metrics = get(plan.metrics_url);
+    page = get(plan.dashboard_url + "api/run");
+  };
+  auto r = Train(job, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->model.Sha256(), ReferenceSha(job));
+  EXPECT_TRUE(plan.metrics_url.starts_with("http://127.0.0.1:")) << plan.metrics_url;
+  EXPECT_TRUE(plan.metrics_url.ends_with("/metrics")) << plan.metrics_url;
+  EXPECT_NE(metrics.find("acan_up{job=\"job\",role=\"trainer\"} 1\n"), std::string::npos)
+      << metrics;
+  auto data = nlohmann::json::parse(page, nullptr, false);
+  ASSERT_TRUE(data.is_object()) << page;
+  EXPECT_TRUE(data["rows"].is_array());
+  EXPECT_EQ(data["epochs"].size(), 1u);
+  // Ports that cannot be bound are refused before training.
+  TrainOptions taken;
+  taken.metrics_port = 0;
+  taken.dashboard_port = 0;
+  obs::HttpServer squatter;
+  ASSERT_TRUE(squatter.Start(0).ok());
+  taken.metrics_port = squatter.port();
+  EXPECT_EQ(Train(job, taken).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ApiTest, OptionsOverrideTheJobAndBadOnesAreRefused) {

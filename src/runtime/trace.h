@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,7 +48,7 @@ class TraceRecorder {
   const Clock::time_point origin_;
   const size_t max_events_;
   mutable std::mutex mu_;
-  std::vector<Event> events_;
+  std::deque<Event> events_;  // no copying of what is recorded as it grows
   int64_t dropped_ = 0;
 };
 
