@@ -339,12 +339,10 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   }
   if (options_.trace) {
     using std::chrono::duration;
-    options_.trace->Slice(
-        TraceRecorder::HandlerLane(options_.id), m.spec.key, nn::ToString(m.spec.op).data(), taken,
-        Clock::now(),
-        fmt::format(R"({{"attempt":{},"read_ms":{:.3f},"exec_ms":{:.3f},"cpu_ms":{:.3f}}})",
-                    m.attempt, duration<double, std::milli>(start - taken).count(),
-                    double(exec_ns) / 1e6, cpu_ms));
+    options_.trace->TaskSlice(TraceRecorder::HandlerLane(options_.id), m.spec.key,
+                              nn::ToString(m.spec.op).data(), taken, Clock::now(), m.attempt,
+                              duration<double, std::milli>(start - taken).count(),
+                              double(exec_ns) / 1e6, cpu_ms);
   }
   if (stats_->tasks.fetch_add(1) == 0) {
     stats_->first_task_at_ns.store(Clock::now().time_since_epoch().count());

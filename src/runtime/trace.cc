@@ -23,6 +23,16 @@ void TraceRecorder::Slice(int lane, std::string name, const char* category, Cloc
        std::chrono::duration_cast<nanoseconds>(end - start).count(), std::move(args)});
 }
 
+void TraceRecorder::TaskSlice(int lane, std::string name, const char* category,
+                              Clock::time_point start, Clock::time_point end, int32_t attempt,
+                              double read_ms, double exec_ms, double cpu_ms) {
+  using std::chrono::nanoseconds;
+  Add({lane, 'X', category, std::move(name),
+       std::chrono::duration_cast<nanoseconds>(start - origin_).count(),
+       std::chrono::duration_cast<nanoseconds>(end - start).count(), std::string(), attempt,
+       read_ms, exec_ms, cpu_ms});
+}
+
 void TraceRecorder::Instant(int lane, std::string name, const char* category, std::string args) {
   Add({lane, 'i', category, std::move(name),
        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - origin_).count(), 0,
@@ -67,6 +77,12 @@ std::string TraceRecorder::ToJson(int handlers) const {
     if (e.phase == 'X') j["dur"] = double(e.dur_ns) / 1e3;
     if (e.phase == 'i') j["s"] = "t";
     if (!e.args.empty()) j["args"] = json::parse(e.args, nullptr, false);
+    if (e.attempt > 0) {
+      j["args"] = {{"attempt", e.attempt},
+                   {"read_ms", e.read_ms},
+                   {"exec_ms", e.exec_ms},
+                   {"cpu_ms", e.cpu_ms}};
+    }
     events.push_back(std::move(j));
   }
   json out = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

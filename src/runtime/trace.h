@@ -25,6 +25,12 @@ class TraceRecorder {
   // A span of work on `lane`; `args` is a JSON object's text ("" for none).
   void Slice(int lane, std::string name, const char* category, Clock::time_point start,
              Clock::time_point end, std::string args = "");
+  // A task's execution on a handler's lane: its args (attempt, read, exec and CPU milliseconds)
+  // are kept as numbers and written out only by ToJson, so recording one allocates nothing
+  // beyond the name.
+  void TaskSlice(int lane, std::string name, const char* category, Clock::time_point start,
+                 Clock::time_point end, int32_t attempt, double read_ms, double exec_ms,
+                 double cpu_ms);
   // A moment on `lane` (a retransmission, a crash).
   void Instant(int lane, std::string name, const char* category, std::string args = "");
 
@@ -42,6 +48,9 @@ class TraceRecorder {
     int64_t ts_ns;
     int64_t dur_ns;
     std::string args;
+    // A TaskSlice's args (attempt 0: none).
+    int32_t attempt = 0;
+    double read_ms = 0, exec_ms = 0, cpu_ms = 0;
   };
   void Add(Event e);
 
