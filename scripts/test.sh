@@ -17,7 +17,7 @@ echo "== tests (labels: $labels)"
 ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$jobs" --timeout 300
 
 echo "== concurrency, runtime and chaos tests under ThreadSanitizer"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACAN_SANITIZE=thread \
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DACAN_SANITIZE=thread \
   -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target space_test space_stress_test nats_space_test \
   nats_space_stress_test runtime_test chaos_test api_test
