@@ -7,24 +7,25 @@
 
 namespace acan::obs {
 
-std::string EscapeLabelValue(std::string_view value) {
+namespace {
+
+// Backslash and newline escaped; double quotes too in a label value (not in HELP text).
+std::string Escape(std::string_view text, bool quotes) {
   std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
     } else {
       out += c;
     }
   }
   return out;
 }
-
-namespace {
 
 std::string Number(double v) {
   if (std::isnan(v)) return "NaN";
@@ -32,27 +33,14 @@ std::string Number(double v) {
   return fmt::format("{}", v);
 }
 
-// HELP text escapes backslash and newline only.
-std::string EscapeHelp(std::string_view help) {
-  std::string out;
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
+
+std::string EscapeLabelValue(std::string_view value) { return Escape(value, true); }
 
 void Exposition::Header(std::string_view name, std::string_view help, std::string_view type) {
   if (std::find(families_.begin(), families_.end(), name) != families_.end()) return;
   families_.emplace_back(name);
-  text_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, EscapeHelp(help), name, type);
+  text_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, Escape(help, false), name, type);
 }
 
 void Exposition::Sample(std::string_view name, const Labels& labels, double value,

@@ -222,12 +222,10 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
 }
 }  // namespace
 
-namespace {
-// Writes `text` to `path` through a temporary file, so a reader never sees half of it.
 Status WriteWhole(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp);
+    std::ofstream out(tmp, std::ios::binary);
     out << text;
     if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
   }
@@ -236,7 +234,6 @@ Status WriteWhole(const std::string& path, const std::string& text) {
   if (ec) return Status::Unavailable(fmt::format("cannot write '{}': {}", path, ec.message()));
   return Status::Ok();
 }
-}  // namespace
 
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary) {
   std::error_code ec;

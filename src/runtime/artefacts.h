@@ -36,6 +36,9 @@ Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& r
 // Writes model.safetensors and summary.json into `dir` (created when missing).
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);
 
+// Writes `text` to `path` through a temporary file and a rename: a reader never sees half of it.
+Status WriteWhole(const std::string& path, const std::string& text);
+
 // Writes <dir>/report.html (runtime/live_view.h) from what is in `dir`; a failure is logged as
 // a warning, not returned: the page is a view of artefacts already written.
 Status WriteReportOrWarn(const std::string& dir);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "obs/page.h"
+#include "runtime/artefacts.h"
 
 namespace acan::runtime {
 
@@ -483,17 +484,7 @@ Result<json> ReportData(const std::string& dir) {
 Status WriteReport(const std::string& dir) {
   ACAN_ASSIGN_OR_RETURN(json data, ReportData(dir));
   ACAN_ASSIGN_OR_RETURN(std::string page, obs::ReportPage(data));
-  const std::string path = (std::filesystem::path(dir) / "report.html").string();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << page;
-    if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable(fmt::format("cannot write '{}': {}", path, ec.message()));
-  return Status::Ok();
+  return WriteWhole((std::filesystem::path(dir) / "report.html").string(), page);
 }
 
 }  // namespace acan::runtime
