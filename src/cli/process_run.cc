@@ -163,6 +163,10 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
                        {"handler processes", a.handlers},
                        {"space", child_uri}});
     shown = std::make_unique<runtime::ProcessView>(layout, view, a.handlers);
+    shown->SetResident([&commands] {
+      const SpaceStats stats = (*commands)->Stats();  // the server's count of the stream
+      return std::pair<int64_t, int64_t>(int64_t(stats.tuples), int64_t(stats.bytes));
+    });
     std::string metrics_url, dashboard_url;
     auto served = runtime::ServeLiveView(view, a.metrics_port, a.dashboard_port, &metrics_url,
                                          &dashboard_url);

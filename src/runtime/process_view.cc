@@ -1,6 +1,7 @@
 #include "runtime/process_view.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "runtime/messages.h"
 #include "runtime/progress.h"
@@ -55,6 +56,10 @@ void ProcessView::SetSpeeds(std::vector<double> speeds) {
   speeds_ = std::move(speeds);
 }
 
+void ProcessView::SetResident(std::function<std::pair<int64_t, int64_t>()> resident) {
+  resident_ = std::move(resident);
+}
+
 void ProcessView::Finish() {
   std::lock_guard lock(mu_);
   SampleLocked(true);
@@ -67,6 +72,7 @@ void ProcessView::SampleLocked(bool finished) {
   s.row.pouch = 0;
   s.row.handler_crashes = handler_kills_;
   s.row.manager_crashes = manager_kills_;
+  if (resident_) std::tie(s.row.space_tuples, s.row.space_bytes) = resident_();
   for (size_t h = 0; h < handlers_.size(); ++h) {
     s.row.handler_tasks.push_back(handlers_[h].tasks);
     // The work a report stands for is its time in hand: the share the page plots.

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "acan/key.h"
@@ -26,6 +28,9 @@ class ProcessView {
   void OnPut(const Key& key, const Value& value);
   void SetCrashes(int64_t handlers, int64_t manager);
   void SetSpeeds(std::vector<double> speeds);
+  // What the space holds now (tuples, value bytes), asked at each sample (e.g. the server's
+  // stream counts through a connection other than the watch's). Before the first put.
+  void SetResident(std::function<std::pair<int64_t, int64_t>()> resident);
   // A last sample (the job is over).
   void Finish();
 
@@ -36,6 +41,7 @@ class ProcessView {
   const std::shared_ptr<LiveView> view_;
   const std::chrono::milliseconds interval_;
   const Clock::time_point start_ = Clock::now();
+  std::function<std::pair<int64_t, int64_t>()> resident_;
   std::mutex mu_;
   Progress progress_;                                     // GUARDED_BY(mu_): the last state put
   std::vector<HandlerReport> handlers_;                   // GUARDED_BY(mu_)

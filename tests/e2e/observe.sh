@@ -7,6 +7,8 @@
 #  2. A finished run's report.html, opened from the file in headless chromium with no network
 #     to reach: charts drawn, no error, and nothing in it loads from outside the file.
 #  3. `acan manager` and `acan handler` processes serve /metrics too (promtool again).
+#  4. The supervisor of `acan train --processes` serves the job as it watches it: /metrics
+#     (promtool, the space's resident tuples from the server) and the dashboard (chromium).
 # Usage: observe.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
@@ -112,4 +114,28 @@ grep -q '^acan_up{job="obs",role="manager"' "$work/m.txt"
 # The roles leave on SIGTERM while their server still runs (the EXIT trap stops it after).
 kill -TERM "${roles[@]}"
 wait "${roles[@]}" || true
+
+# 4. The supervisor of a run of processes (over its own nats:local), stopped once seen.
+"$acan" train "$work/long.toml" --space nats:local --processes 2 --quiet --metrics-port 0 \
+  --dashboard 0 --out "$work/procs" > "$work/p.out" 2> "$work/p.err" &
+supervisor=$!
+metrics=$(wait_line "$work/p.err" 'http://127.0.0.1:[0-9]*/metrics')
+dashboard=$(wait_line "$work/p.err" 'http://127.0.0.1:[0-9]*/$')
+for _ in $(seq 1 600); do  # until the watch has seen steps
+  scrape "$metrics" > "$work/p.txt"
+  s1=$(counter acan_steps_applied_total "$work/p.txt")
+  [[ -n "$s1" && "$s1" != 0 ]] && break
+  sleep 0.1
+done
+sleep 1.5  # a few samples for the charts
+scrape "$metrics" > "$work/p.txt"
+"$promtool" check metrics < "$work/p.txt" 2>&1 | tee "$work/promtool-p.txt"
+[[ ! -s "$work/promtool-p.txt" ]] || { echo "FAIL: promtool (supervisor)" >&2; exit 1; }
+grep -q '^acan_space_resident_tuples{job="job",role="supervisor"}' "$work/p.txt"
+grep -q '^acan_handler_tasks_total{job="job",role="supervisor",handler="1"}' "$work/p.txt"
+browse "$dashboard" "$work/procs.html"
+/usr/bin/python3 "$here/page_dom.py" "$work/procs.html" supervisor 2 \
+  c-throughput c-share c-space
+kill -TERM "$supervisor"
+wait "$supervisor" || true
 echo "observe: /metrics, dashboard and report checked"
