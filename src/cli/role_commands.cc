@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
+#include "runtime/artefacts.h"
 
 namespace acan::cli {
 
@@ -167,7 +168,12 @@ int RunManagerCommand(const ManagerArgs& a) {
     ManagerArgs named = a;
     named.name = o.name;
     if (Status s = WriteManagerArtefacts(named, *job, *r, wall_s); !s.ok()) return Fail(s);
-    if (!a.quiet) fmt::print("artefacts: {}/model.safetensors, {}/summary.json\n", a.out, a.out);
+    (void)runtime::WriteReportOrWarn(a.out);
+    if (!a.quiet) {
+      const bool reported = fs::exists(fs::path(a.out) / "report.html");
+      fmt::print("artefacts: {0}/model.safetensors, {0}/summary.json, {0}/metrics.csv{1}\n", a.out,
+                 reported ? fmt::format(", {}/report.html", a.out) : "");
+    }
   }
   return 0;
 }

@@ -111,8 +111,10 @@ void PrintOutcome(const TrainResult& r, const std::string& out_dir) {
                 r.test->loss, (long long)r.test->rows);
   }
   const bool traced = r.record && r.record->run.trace;
-  std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv%s\n",
+  const bool reported = std::filesystem::exists(std::filesystem::path(out_dir) / "report.html");
+  std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv%s%s\n",
               out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
+              reported ? (", " + out_dir + "/report.html").c_str() : "",
               traced ? (", " + out_dir + "/trace.json").c_str() : "");
 }
 
