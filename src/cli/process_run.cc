@@ -139,10 +139,10 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       child_uri += params;
     }
   }
-  // The supervisor's own calls (death notices, the lease) on a connection of their own: the
-  // watch below receives every put of the job, and a request's answer queued behind that stream
-  // came tens of milliseconds late (measured: kill -> restart notice 53 ms median, full
-  // robustness experiment).
+  // The supervisor's own calls (death notices, the lease, the dashboard's resident counts) on a
+  // connection of their own: the watch below receives every put of the job, and a request's
+  // answer must not wait behind that stream. (Most of the 51 ms from a kill to its notice in the
+  // full robustness experiment is the kernel reaping the process: docs/benchmarks.md.)
   auto commands = OpenSpace(child_uri);
   if (!commands.ok()) return Fail(commands.status());
   const runtime::Layout layout(kJobId);
