@@ -61,8 +61,6 @@ MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::tim
   return row;
 }
 
-namespace {
-
 HandlerReport ReportOf(int id, const HandlerStats& st) {
   HandlerReport r;
   r.id = id;
@@ -77,8 +75,6 @@ HandlerReport ReportOf(int id, const HandlerStats& st) {
   r.reused = st.reused.load();
   return r;
 }
-
-}  // namespace
 
 RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
                                  int64_t max_crashes) {
@@ -207,11 +203,9 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
       live.progress = p;
       live.controller = c;
       for (size_t h = 0; h < handlers.size(); ++h) {
-        HandlerReport r = ReportOf(static_cast<int>(h), handlers[h]->stats());
-        live.handlers.push_back(r);
+        live.handlers.push_back(ReportOf(static_cast<int>(h), handlers[h]->stats()));
       }
       live.space = space->Stats();
-      live.census = resident;
       live.task_latency = telemetry.TaskLatency();
       live.stalls = static_cast<int64_t>(stalls.size());
       live.finished = finished;

@@ -140,6 +140,9 @@ struct HandlerReport {
   int64_t reused = 0;          // resent tasks whose outputs were in the space already
 };
 
+// A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
+HandlerReport ReportOf(int id, const HandlerStats& stats);
+
 // What a run shows while it goes (the dashboard, /metrics): taken with each metrics row.
 struct LiveSample {
   MetricsRow row;
@@ -148,7 +151,6 @@ struct LiveSample {
   std::vector<HandlerReport> handlers;  // so far (busy, work, crashes, speed)
   bool handler_times_known = true;      // false: of `handlers`, only tasks and work are known
   SpaceStats space;
-  Census census;
   std::map<std::string, LatencyHistogram> task_latency;  // by class
   int64_t stalls = 0;
   bool finished = false;  // the last sample of the run

@@ -191,12 +191,8 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     view->SetSource([&stats, &space, speed_now, start, id = options.id] {
       runtime::LiveSample s;
       s.row.t_s = std::chrono::duration<double>(Clock::now() - start).count();
-      runtime::HandlerReport r;
-      r.id = id;
-      r.tasks = stats.tasks.load();
-      r.work = stats.work.load();
-      r.busy_s = double(stats.busy_ns.load()) / 1e9;
-      r.speed = speed_now->load();
+      runtime::HandlerReport r = runtime::ReportOf(id, stats);
+      r.speed = speed_now->load();  // the slow-down the process runs at (stats' is the slot's)
       s.handlers.push_back(r);
       s.space = space.Stats();
       return s;
@@ -306,14 +302,13 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   std::optional<Clock::time_point> active_at;
   Clock::time_point last_row{};
   int64_t last_samples = 0;
-  Clock::time_point live_last_at{};
+  Clock::time_point live_last_at{};  // the last /metrics sample
   int64_t live_last_samples = 0;
   // /metrics: a sample after each step (the progress and the controller as the manager has
   // them), the task times by class from the reports.
   std::shared_ptr<runtime::LiveView> view;
   std::vector<std::unique_ptr<obs::HttpServer>> servers;
-  std::map<std::string, LatencyHistogram> task_latency;
-  std::mutex task_latency_mu;  // the manager's thread writes, nothing else reads while it runs
+  std::map<std::string, LatencyHistogram> task_latency;  // the manager's thread alone
   if (options.metrics_port >= 0) {
     view = std::make_shared<runtime::LiveView>(
         obs::Labels{{"job", options.job_id}, {"role", "manager"}, {"manager", options.name}},
@@ -328,7 +323,6 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     ++tasks;
     done += work;
     if (view) {
-      std::lock_guard lock(task_latency_mu);
       task_latency[runtime::Layout::TaskClass(task)].Record(
           uint64_t(std::max<int64_t>(exec_ns, 0)));
     }
@@ -344,7 +338,10 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       metrics.push_back(std::move(row));
       handlers_at_row.push_back(by_handler);
     }
-    if (view && active_at) {
+    // At most every half second (as metrics.csv's rows), not after every step: a sample copies
+    // the progress and asks the space for its figures.
+    if (view && active_at && (p.finished || now - live_last_at >= std::chrono::milliseconds(500))) {
+      if (live_last_at < *active_at) live_last_at = *active_at;
       runtime::LiveSample live;
       live.row = runtime::RunMetrics(p, c, *active_at, &live_last_at, &live_last_samples);
       live.row.manager_crashes = p.manager_takeovers;
@@ -359,10 +356,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
         live.handlers.push_back(r);
       }
       live.space = space.Stats();
-      {
-        std::lock_guard lock(task_latency_mu);
-        live.task_latency = task_latency;
-      }
+      live.task_latency = task_latency;
       live.finished = p.finished;
       view->OnSample(live);
     }

@@ -17,11 +17,8 @@ source "$here/small_job.sh"
 work=$(mktemp -d)
 pids=()
 trap stop_started EXIT
-promtool=$(command -v promtool || echo /usr/bin/promtool)
-chromium=$(command -v chromium || echo /usr/bin/chromium)
-for tool in "$promtool" "$chromium"; do
-  [[ -x "$tool" ]] || { echo "FAIL: $tool is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
-done
+promtool=$(need_tool promtool)
+chromium=$(need_tool chromium)
 browse() {  # browse URL OUT: the page's DOM after its scripts ran, chromium's log beside it
   timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
     --no-first-run --user-data-dir="$work/chromium" --virtual-time-budget=4000 --dump-dom "$1" > "$2" 2> "$2.log"
@@ -36,23 +33,33 @@ wait_line() {
 }
 scrape() { /usr/bin/python3 -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
 counter() { awk -v n="$1" '$1 ~ "^"n"({|$)" {print $2; exit}' "$2"; }
+# wait_steps URL OUT: scrapes URL into OUT until acan_steps_applied_total is above 0 (60 s).
+wait_steps() {
+  for _ in $(seq 1 600); do
+    scrape "$1" > "$2"
+    local steps
+    steps=$(counter acan_steps_applied_total "$2")
+    [[ -n "$steps" && "$steps" != 0 ]] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: no step applied in $1's metrics" >&2; return 1
+}
+# promcheck FILE: `promtool check metrics` finds nothing to say about FILE.
+promcheck() {
+  local said
+  said=$("$promtool" check metrics < "$1" 2>&1) || true
+  [[ -z "$said" ]] || { echo "FAIL: promtool on $1: $said" >&2; return 1; }
+}
 
 # 1. A run far longer than the looking (it is stopped once seen): 4000 epochs of 2000 rows.
-small_job "$work/long.toml" data 2 1 2000
-sed -i 's/^epochs = 1/epochs = 4000/' "$work/long.toml"
+small_job "$work/long.toml" data 2 1 2000 4000
 "$acan" train "$work/long.toml" --metrics-port 0 --dashboard 0 --out "$work/long" \
   > "$work/long.out" 2> "$work/long.err" &
 pids+=("$!")
 metrics=$(wait_line "$work/long.err" 'http://127.0.0.1:[0-9]*/metrics')
 dashboard=$(wait_line "$work/long.err" 'http://127.0.0.1:[0-9]*/$')
-for _ in $(seq 1 600); do  # until the first steps are applied
-  scrape "$metrics" > "$work/m1.txt"
-  s1=$(counter acan_steps_applied_total "$work/m1.txt")
-  [[ -n "$s1" && "$s1" != 0 ]] && break
-  sleep 0.1
-done
-"$promtool" check metrics < "$work/m1.txt" 2>&1 | tee "$work/promtool.txt"
-if [[ -s "$work/promtool.txt" ]]; then echo "FAIL: promtool found problems" >&2; exit 1; fi
+wait_steps "$metrics" "$work/m1.txt"
+promcheck "$work/m1.txt"
 sleep 2
 scrape "$metrics" > "$work/m2.txt"
 s1=$(counter acan_steps_applied_total "$work/m1.txt"); s2=$(counter acan_steps_applied_total "$work/m2.txt")
@@ -93,8 +100,7 @@ timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-
 
 # 3. Role processes over NATS serve /metrics.
 start_nats -1
-small_job "$work/roles.toml" data 2 1 400
-sed -i 's/^epochs = 1/epochs = 20/' "$work/roles.toml"
+small_job "$work/roles.toml" data 2 1 400 20
 "$acan" manager "$work/roles.toml" --space "$url" --job-id obs --quiet --handlers 1 \
   --metrics-port 0 > "$work/m.out" 2> "$work/m.err" &
 roles=("$!")
@@ -105,8 +111,7 @@ for role in m h; do
   u=$(wait_line "$work/$role.err" 'http://127.0.0.1:[0-9]*/metrics')
   sleep 1
   scrape "$u" > "$work/$role.txt"
-  "$promtool" check metrics < "$work/$role.txt" 2>&1 | tee "$work/promtool-$role.txt"
-  [[ ! -s "$work/promtool-$role.txt" ]] || { echo "FAIL: promtool ($role)" >&2; exit 1; }
+  promcheck "$work/$role.txt"
 done
 grep -q '^acan_space_operation_seconds_bucket{job="obs",role="handler"' "$work/h.txt"
 grep -q '^acan_handler_tasks_total{job="obs",role="handler"' "$work/h.txt"
@@ -121,16 +126,10 @@ wait "${roles[@]}" || true
 supervisor=$!
 metrics=$(wait_line "$work/p.err" 'http://127.0.0.1:[0-9]*/metrics')
 dashboard=$(wait_line "$work/p.err" 'http://127.0.0.1:[0-9]*/$')
-for _ in $(seq 1 600); do  # until the watch has seen steps
-  scrape "$metrics" > "$work/p.txt"
-  s1=$(counter acan_steps_applied_total "$work/p.txt")
-  [[ -n "$s1" && "$s1" != 0 ]] && break
-  sleep 0.1
-done
+wait_steps "$metrics" "$work/p.txt"  # the watch has seen steps
 sleep 1.5  # a few samples for the charts
 scrape "$metrics" > "$work/p.txt"
-"$promtool" check metrics < "$work/p.txt" 2>&1 | tee "$work/promtool-p.txt"
-[[ ! -s "$work/promtool-p.txt" ]] || { echo "FAIL: promtool (supervisor)" >&2; exit 1; }
+promcheck "$work/p.txt"
 grep -q '^acan_space_resident_tuples{job="job",role="supervisor"}' "$work/p.txt"
 grep -q '^acan_handler_tasks_total{job="job",role="supervisor",handler="1"}' "$work/p.txt"
 browse "$dashboard" "$work/procs.html"

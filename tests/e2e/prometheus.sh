@@ -10,11 +10,9 @@ source "$here/small_job.sh"
 work=$(mktemp -d)
 pids=()
 trap stop_started EXIT
-prometheus=$(command -v prometheus || echo /usr/bin/prometheus)
-[[ -x "$prometheus" ]] || { echo "FAIL: $prometheus is missing (scripts/install-deps.sh)" >&2; exit 1; }
+prometheus=$(need_tool prometheus)
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-small_job "$work/long.toml" data 2 1 2000
-sed -i 's/^epochs = 1/epochs = 200/' "$work/long.toml"
+small_job "$work/long.toml" data 2 1 2000 200
 mport=$(free_port)
 "$acan" train "$work/long.toml" --quiet --metrics-port "$mport" --out "$work/out" \
   > "$work/train.out" 2> "$work/train.err" &

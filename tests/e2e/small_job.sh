@@ -1,5 +1,5 @@
 # Sourced by the multi-process end-to-end tests: small_job FILE STRATEGY TASK_SIZE STAGES SAMPLES
-# writes a small MLP job (steps of 4 synthetic rows, window 1); weights_of SUMMARY prints its
+# [EPOCHS] writes a small MLP job (steps of 4 synthetic rows, window 1, 1 epoch unless told); weights_of SUMMARY prints its
 # weights_sha256; stop_started (an EXIT trap) sends SIGTERM to each PID in the caller's `pids`,
 # waits for them and removes the caller's `work` directory; start_nats (below) starts a server.
 small_job() {
@@ -14,7 +14,7 @@ source = "synthetic"
 samples = $5
 shuffle = true
 [train]
-epochs = 1
+epochs = ${6:-1}
 batch = 4
 lr = 0.05
 seed = 7
@@ -27,6 +27,13 @@ handlers = 2
 window = 1
 space = "mem:"
 TOML
+}
+# need_tool NAME: the path of a tool the test cannot do without, or a failure naming it.
+need_tool() {
+  local path
+  path=$(command -v "$1" || echo "/usr/bin/$1")
+  [[ -x "$path" ]] || { echo "FAIL: $1 is missing (scripts/install-deps.sh --tests installs it)" >&2; return 1; }
+  echo "$path"
 }
 weights_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$1"; }
 stop_started() {
