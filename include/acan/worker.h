@@ -41,6 +41,11 @@ struct HandlerOptions {
   const std::atomic<double>* speed = nullptr;
   std::stop_token stop;  // leave: the task in hand is abandoned, the rest of the pouch put back
   std::chrono::milliseconds poll{50};  // how often an idle handler looks at the stop and the job
+  // A job whose handlers make their inputs from their own copy of the data: keep that copy in
+  // this directory, one file per data set, which every process of the host maps instead of
+  // holding a copy each (the first to load the rows writes it; each checks its SHA-256). Empty:
+  // the rows in this process's memory.
+  std::string data_cache;
   // Serve this handler's Prometheus metrics at http://127.0.0.1:PORT/metrics while it runs (0: a
   // free port; -1: none); `on_serving` gets the URL once it listens.
   int metrics_port = -1;
@@ -82,6 +87,8 @@ struct ManagerOptions {
   // network wants, since the space then carries parameters and gradients, not pixels. Fixed
   // when the job is made; the weights are bitwise the same either way.
   bool handlers_read_data = false;
+  // The training rows through this row cache directory, as HandlerOptions::data_cache.
+  std::string data_cache;
   // When set, the manager that finishes the job writes this metrics.csv: a row every half second
   // while it was active (throughput, task size, pouch, timeouts, each handler's tasks and work
   // from its done reports), as `acan train` writes for an in-process run.

@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -21,6 +23,7 @@
 #include "cli/roles.h"
 #include "cli/run_support.h"
 #include "common/split_mix.h"
+#include "nn/row_cache.h"
 #include "runtime/artefacts.h"
 #include "runtime/chaos_account.h"
 #include "runtime/layout.h"
@@ -99,6 +102,38 @@ std::string Describe(int wstatus) {
   if (WIFEXITED(wstatus)) return fmt::format("exit code {}", WEXITSTATUS(wstatus));
   return "stopped";
 }
+
+// A private row cache directory for the run's children, removed with its files when the run
+// ends. Fill loads the job's rows into it; a machine where no temporary directory can be made
+// leaves it empty, and each child holds its own copy as without one.
+class RowCacheDir {
+ public:
+  RowCacheDir() = default;
+  RowCacheDir(const RowCacheDir&) = delete;
+  RowCacheDir& operator=(const RowCacheDir&) = delete;
+  ~RowCacheDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+  Status Fill(const JobConfig& job) {
+    std::string templ = (fs::temp_directory_path() / "acan-rows-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr) {
+      spdlog::warn("no row cache for the run's processes: cannot create {} ({})", templ,
+                   std::strerror(errno));
+      return Status::Ok();
+    }
+    path_ = templ;
+    std::string note;
+    ACAN_ASSIGN_OR_RETURN(nn::CachedRows loaded, nn::LoadDatasetShared(job, path_, &note));
+    if (!note.empty()) spdlog::warn("the run's row cache: {}", note);
+    return Status::Ok();
+  }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace
 
@@ -185,6 +220,11 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
                                   });
     if (!s.ok()) return Fail(s);
   }
+  // One copy of the training rows for every child: loaded here once, into a row cache the
+  // children map (nn/row_cache.h). A restarted handler then has its rows in the time it takes to
+  // check their hash, and a killed one is reaped without freeing them.
+  RowCacheDir rows;
+  if (Status s = rows.Fill(job); !s.ok()) return Fail(s);
   const std::string exe = SelfExe();
   const std::string handlers = std::to_string(a.handlers);
   int64_t interval = 0;  // the chaos's interval now (the handlers' speeds are the interval's)
@@ -195,12 +235,14 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
                                        handlers,   "--out",   a.out};
       if (a.quiet) args.push_back("--quiet");  // else the active one prints the progress
       if (a.metrics_port >= 0) args.insert(args.end(), {"--metrics-port", "0"});
+      if (!rows.path().empty()) args.insert(args.end(), {"--data-cache", rows.path()});
       return args;
     }
     std::vector<std::string> args = {exe,      "handler", "--space", child_uri,
                                      "--job",  kJobId,    "--id",    std::to_string(c.id),
                                      "--quiet"};
     if (a.metrics_port >= 0) args.insert(args.end(), {"--metrics-port", "0"});
+    if (!rows.path().empty()) args.insert(args.end(), {"--data-cache", rows.path()});
     if (!a.chaos.speeds.empty()) {
       args.insert(args.end(), {"--slowdown", fmt::format("{}", SpeedOf(a.chaos, c.id, interval))});
     }

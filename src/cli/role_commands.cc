@@ -72,6 +72,7 @@ struct ManagerArgs {
   std::string inputs = "local";
   bool quiet = false;
   int metrics_port = -1;
+  std::string data_cache;
 };
 
 // summary.json of a job run by manager processes: what the active manager knows at the end.
@@ -137,6 +138,7 @@ int RunManagerCommand(const ManagerArgs& a) {
   o.lease = std::chrono::milliseconds(a.lease_ms);
   o.init_path = a.init;
   o.handlers_read_data = a.inputs == "local";
+  o.data_cache = a.data_cache;
   o.metrics_port = a.metrics_port;
   o.on_serving = [](const std::string& url) {
     std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
@@ -187,6 +189,7 @@ struct HandlerArgs {
   double slowdown = 1.0;
   bool quiet = false;
   int metrics_port = -1;
+  std::string data_cache;
 };
 
 // The handler's slow-down, set by SIGRTMIN with a value (sigqueue: the slow-down times 1000):
@@ -218,6 +221,7 @@ int RunHandlerCommand(const HandlerArgs& a) {
   o.pouch = a.pouch;
   o.slowdown = a.slowdown;
   o.speed = &g_speed;
+  o.data_cache = a.data_cache;
   o.stop = signals.token();
   o.metrics_port = a.metrics_port;
   o.on_serving = [](const std::string& url) {
@@ -258,6 +262,10 @@ void AddManagerCommand(CLI::App& app, int* exit_code) {
                   "of the data, checked by its SHA-256) or space (put there by the manager)")
       ->capture_default_str()
       ->check(CLI::IsMember({"local", "space"}));
+  cmd->add_option("--data-cache", a->data_cache,
+                  "Directory where the processes of this host share one copy of the training "
+                  "rows (a file per data set, mapped read-only, checked by its SHA-256; written "
+                  "by the first to load them)");
   cmd->add_flag("--quiet", a->quiet, "No progress lines");
   cmd->add_option("--metrics-port", a->metrics_port,
                   "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port, "
@@ -286,6 +294,10 @@ void AddHandlerCommand(CLI::App& app, int* exit_code) {
                   "times 1000, as the robustness experiment's chaos does)")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
+  cmd->add_option("--data-cache", a->data_cache,
+                  "Directory where the processes of this host share one copy of the training "
+                  "rows (a file per data set, mapped read-only, checked by its SHA-256; written "
+                  "by the first to load them)");
   cmd->add_flag("--quiet", a->quiet, "No closing line");
   cmd->add_option("--metrics-port", a->metrics_port,
                   "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port, "

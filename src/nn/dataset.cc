@@ -7,14 +7,26 @@
 #include "nn/csv.h"
 #include "nn/idx.h"
 #include "nn/rng.h"
+#include "nn/safetensors.h"
 
 namespace acan::nn {
 
 void Dataset::Truncate(int64_t n) {
   if (n <= 0 || n >= rows) return;
   rows = n;
+  if (mapped) {
+    mapped->x = mapped->x.first(rows * features);
+    mapped->y = mapped->y.first(rows * target_width);
+    return;
+  }
   x.resize(rows * features);
   y.resize(rows * target_width);
+}
+
+std::string DataSha256(const Dataset& data) {
+  const std::vector<float> shape = {float(data.rows), float(data.features),
+                                    float(data.target_width)};
+  return FloatsSha256({shape, data.Features(), data.Targets()});
 }
 
 Dataset MakeSynthetic(int64_t samples, int64_t inputs, int64_t outputs, bool classification,
@@ -283,12 +295,14 @@ Batch Batcher::Get(int64_t step) {
   Batch b;
   b.rows = BatchRows(step);
   const int64_t f = data_->features, tw = data_->target_width;
+  const float* x = data_->Features().data();
+  const float* y = data_->Targets().data();
   b.x.resize(b.rows * f);
   b.t.resize(b.rows * tw);
   for (int64_t r = 0; r < b.rows; ++r) {
     const int64_t src = order_[index * batch_ + r];
-    std::copy_n(&data_->x[src * f], f, &b.x[r * f]);
-    std::copy_n(&data_->y[src * tw], tw, &b.t[r * tw]);
+    std::copy_n(x + src * f, f, &b.x[r * f]);
+    std::copy_n(y + src * tw, tw, &b.t[r * tw]);
   }
   return b;
 }

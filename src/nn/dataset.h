@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,16 +26,34 @@ struct Dataset {
   int64_t target_width = 0;     // regression: outputs per row; classification: 1 (the label)
   bool classification = false;  // targets are integral class labels
   int64_t classes = 0;          // classification: 1 + the largest label
-  std::vector<float> x;         // rows x features
-  std::vector<float> y;         // rows x target_width
+  std::vector<float> x;         // rows x features (empty when `mapped`)
+  std::vector<float> y;         // rows x target_width (empty when `mapped`)
   // When data.standardize: the training rows' per-feature mean and divisor, already applied to x
   // (a test split carries its training set's figures). Empty otherwise.
   std::vector<float> feature_mean;
   std::vector<float> feature_std;
 
+  // Rows mapped read-only from a row cache file (row_cache.h) instead of held in x and y: every
+  // copy of this value shares the mapping, and so does every process of the host that maps the
+  // same file. Only readers of Features() and Targets() see them; the preprocessing functions
+  // below REQUIRE a dataset that is not mapped.
+  struct Mapped {
+    std::span<const float> x, y;
+    std::shared_ptr<const void> owner;  // keeps the mapping alive
+  };
+  std::optional<Mapped> mapped;
+
+  // The rows x features inputs and rows x target_width targets, wherever they are.
+  std::span<const float> Features() const { return mapped ? mapped->x : std::span<const float>(x); }
+  std::span<const float> Targets() const { return mapped ? mapped->y : std::span<const float>(y); }
+
   // Keeps the first n rows (n <= 0 or n >= rows: unchanged).
   void Truncate(int64_t n);
 };
+
+// SHA-256 (hex) of the rows: the shape (rows, features, target width as floats), the inputs and
+// the targets. Two processes with equal hashes make the same mini-batches.
+std::string DataSha256(const Dataset& data);
 
 // The feasibility task's data: inputs uniform in [-1, 1); a regression target
 // t_o = 0.8 * sin(a_o . x) with seeded a_o ~ U(-1, 1)^n / sqrt(n) * 2, or, when `classification`,

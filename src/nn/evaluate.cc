@@ -29,7 +29,8 @@ Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobCo
   std::vector<float> a, h;
   for (int64_t r0 = 0; r0 < data.rows; r0 += kChunk) {
     const int64_t rows = std::min(kChunk, data.rows - r0);
-    a.assign(&data.x[r0 * data.features], &data.x[(r0 + rows) * data.features]);
+    const float* x = data.Features().data();
+    a.assign(x + r0 * data.features, x + (r0 + rows) * data.features);
     for (int l = 0; l < L; ++l) {
       h.resize(rows * model.widths[l + 1]);
       DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
@@ -38,7 +39,7 @@ Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobCo
         ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
       std::swap(a, h);
     }
-    const float* targets = &data.y[r0 * data.target_width];
+    const float* targets = data.Targets().data() + r0 * data.target_width;
     ACAN_ASSIGN_OR_RETURN(LossValue v,
                           ComputeLoss(job.model.loss, a.data(), rows, o, targets, 1.0, nullptr));
     r.loss += v.loss;

@@ -5,8 +5,6 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "nn/safetensors.h"
-
 namespace acan::runtime {
 
 Value EncodeJobDescriptor(const JobDescriptor& d) {
@@ -34,12 +32,6 @@ Result<JobDescriptor> DecodeJobDescriptor(const Value& v) {
     return Status::DataLoss(std::string("the job descriptor lacks a field: ") + e.what());
   }
   return d;
-}
-
-std::string DataSha256(const nn::Dataset& data) {
-  const std::vector<float> shape = {float(data.rows), float(data.features),
-                                    float(data.target_width)};
-  return nn::FloatsSha256({shape, data.x, data.y});
 }
 
 std::string LocalInputs::Ref(int64_t task_size, std::string_view tensor) {

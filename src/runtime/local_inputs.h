@@ -30,7 +30,7 @@ namespace acan::runtime {
 struct JobDescriptor {
   std::string job_toml;       // ToToml(job)
   bool local_inputs = false;  // step inputs come from each handler's copy of the data
-  std::string data_sha256;    // of the training rows (DataSha256), when local_inputs
+  std::string data_sha256;    // of the training rows (nn::DataSha256), when local_inputs
   // The chain's grain, when the manager that made the job chose it (runtime/grain.h): what it
   // measured, so that whichever manager ends the job reports it. 0: not chosen.
   double grain_step_ms = 0;
@@ -38,9 +38,6 @@ struct JobDescriptor {
 };
 Value EncodeJobDescriptor(const JobDescriptor& d);
 Result<JobDescriptor> DecodeJobDescriptor(const Value& v);
-
-// SHA-256 (hex) of a dataset's shape, features and targets after preprocessing.
-std::string DataSha256(const nn::Dataset& data);
 
 class LocalInputs {
  public:

@@ -14,6 +14,7 @@
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
+#include "nn/row_cache.h"
 #include "runtime/artefacts.h"
 #include "runtime/grain.h"
 #include "runtime/handler.h"
@@ -62,20 +63,22 @@ struct LocalData {
   std::unique_ptr<runtime::LocalInputs> inputs;
 };
 
-// The training rows of the job in `toml` (a descriptor's or a data hint's), and their SHA-256.
-Result<std::pair<nn::Dataset, std::string>> LoadOwnCopy(const std::string& toml,
-                                                        const runtime::Layout& layout) {
+// The training rows of the job in `toml` (a descriptor's or a data hint's) and their SHA-256,
+// through the row cache in `cache` (none when empty).
+Result<nn::CachedRows> LoadOwnCopy(const std::string& toml, const runtime::Layout& layout,
+                                   const std::string& cache) {
   ACAN_ASSIGN_OR_RETURN(JobConfig job,
                         ParseJobString(toml, "the descriptor of job '" + layout.job() + "'"));
-  auto data = nn::LoadDataset(job);
-  if (!data.ok()) {
-    return Status(data.status().code(),
+  std::string note;
+  auto rows = nn::LoadDatasetShared(job, cache, &note);
+  if (!note.empty()) spdlog::warn("handler's row cache: {}", note);
+  if (!rows.ok()) {
+    return Status(rows.status().code(),
                   fmt::format("job '{}' has each handler read its training rows from its own copy "
                               "of the data, and this one cannot: {}",
-                              layout.job(), data.status().message()));
+                              layout.job(), rows.status().message()));
   }
-  std::string sha = runtime::DataSha256(*data);
-  return std::make_pair(std::move(*data), std::move(sha));
+  return rows;
 }
 
 // Waits (until `stop`) for the job to exist in the space, and loads the data when its handlers
@@ -84,9 +87,10 @@ Result<std::pair<nn::Dataset, std::string>> LoadOwnCopy(const std::string& toml,
 // the descriptor gives the manager's hash.
 Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& layout,
                                            const std::stop_token& stop,
-                                           std::chrono::milliseconds poll) {
+                                           std::chrono::milliseconds poll,
+                                           const std::string& cache) {
   std::optional<Tuple> descriptor;
-  std::optional<std::pair<nn::Dataset, std::string>> early;  // from the hint
+  std::optional<nn::CachedRows> early;  // from the hint
   for (;;) {
     ACAN_ASSIGN_OR_RETURN(descriptor, space.Read(layout.JobDescriptor()));
     if (descriptor.has_value()) break;
@@ -103,7 +107,8 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
     if (!early) {
       ACAN_ASSIGN_OR_RETURN(auto hint, space.Read(layout.DataHint()));
       if (hint.has_value()) {
-        ACAN_ASSIGN_OR_RETURN(early, LoadOwnCopy(std::string(hint->value.AsString()), layout));
+        ACAN_ASSIGN_OR_RETURN(early,
+                              LoadOwnCopy(std::string(hint->value.AsString()), layout, cache));
         continue;
       }
     }
@@ -116,16 +121,16 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
                         ParseJobString(d.job_toml, "the descriptor of job '" + layout.job() + "'"));
   // The hint's rows are the descriptor's unless the job was made by another manager with other
   // data: then they are loaded again from the descriptor.
-  if (!early || early->second != d.data_sha256) {
-    ACAN_ASSIGN_OR_RETURN(early, LoadOwnCopy(d.job_toml, layout));
+  if (!early || early->sha256 != d.data_sha256) {
+    ACAN_ASSIGN_OR_RETURN(early, LoadOwnCopy(d.job_toml, layout, cache));
   }
-  if (early->second != d.data_sha256) {
+  if (early->sha256 != d.data_sha256) {
     return Status::FailedPrecondition(fmt::format(
         "this handler's copy of job '{}''s training data differs from its manager's (SHA-256 {} "
         "here, {} there): every handler needs the same data files",
-        layout.job(), early->second.substr(0, 16), d.data_sha256.substr(0, 16)));
+        layout.job(), early->sha256.substr(0, 16), d.data_sha256.substr(0, 16)));
   }
-  local->data = std::move(early->first);
+  local->data = std::move(early->data);
   local->inputs = std::make_unique<runtime::LocalInputs>(&local->job, &local->data);
   return local;
 }
@@ -159,7 +164,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     ho.capabilities.push_back(type);
   }
   ACAN_ASSIGN_OR_RETURN(std::unique_ptr<LocalData> local,
-                        JoinJob(space, layout, options.stop, options.poll));
+                        JoinJob(space, layout, options.stop, options.poll, options.data_cache));
   if (local) ho.local_inputs = local->inputs.get();
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
@@ -247,7 +252,10 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       ACAN_RETURN_IF_ERROR(space.Put(layout.DataHint(), Value::FromString(ToToml(job))));
     }
   }
-  ACAN_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadDataset(job));
+  std::string note;
+  ACAN_ASSIGN_OR_RETURN(nn::CachedRows rows, nn::LoadDatasetShared(job, options.data_cache, &note));
+  if (!note.empty()) spdlog::warn("manager's row cache: {}", note);
+  const nn::Dataset& data = rows.data;
   std::optional<nn::Model> given;
   if (options.init_model) given = nn::FromPublicModel(*options.init_model);
   ACAN_ASSIGN_OR_RETURN(nn::Model init, runtime::InitialModelFor(job, given, options.init_path));
@@ -280,7 +288,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   descriptor.local_inputs = options.handlers_read_data;
   descriptor.grain_step_ms = report.grain.step_ms;
   descriptor.grain_move_ms = report.grain.move_ms;
-  if (descriptor.local_inputs) descriptor.data_sha256 = runtime::DataSha256(data);
+  if (descriptor.local_inputs) descriptor.data_sha256 = rows.sha256;
   ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, effective, init, &descriptor));
   (void)space.Erase(layout.DataHint());  // the descriptor says it all now
   // Another manager may have made the job first with its own measurement: its grain is the job's.
