@@ -156,6 +156,11 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     uri += std::string(uri.find('?') == std::string::npos ? "?" : "&") +
            "dir=" + (fs::absolute(a.out) / "nats").string();
   }
+  // In a secure deployment the supervisor makes the streams and watches every put: a manager's
+  // rights (its children get their own roles below).
+  if (uri.find("secure=") != std::string::npos && uri.find("role=") == std::string::npos) {
+    uri += std::string(uri.find('?') == std::string::npos ? "?" : "&") + "role=manager";
+  }
   auto space = OpenSpace(uri);
   if (!space.ok()) return Fail(space.status());
   std::string child_uri = uri;
@@ -163,12 +168,14 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
       nats_space && nats_space->server()) {
     child_uri = nats_space->server()->url();
     if (size_t q = uri.find('?'); q != std::string::npos) {
-      // Keep the stream options; `dir` belonged to the server.
+      // Keep the stream options; `dir` belonged to the server, `role` is each process's own.
       std::string params;
       std::string_view rest = std::string_view(uri).substr(q + 1);
       while (!rest.empty()) {
         std::string_view kv = rest.substr(0, rest.find('&'));
-        if (!kv.starts_with("dir=")) params += (params.empty() ? "?" : "&") + std::string(kv);
+        if (!kv.starts_with("dir=") && !kv.starts_with("role=")) {
+          params += (params.empty() ? "?" : "&") + std::string(kv);
+        }
         rest.remove_prefix(std::min(rest.size(), kv.size() + 1));
       }
       child_uri += params;
@@ -178,7 +185,15 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // connection of their own: the watch below receives every put of the job, and a request's
   // answer must not wait behind that stream. (Most of the 51 ms from a kill to its notice in the
   // full robustness experiment is the kernel reaping the process: docs/benchmarks.md.)
-  auto commands = OpenSpace(child_uri);
+  // A secure deployment's URI (secure=DIR): each process presents its own role's credentials;
+  // the supervisor's death notices and lease reads are a manager's.
+  const bool secure = child_uri.find("secure=") != std::string::npos;
+  auto as_role = [&](std::string_view role) {
+    if (!secure) return child_uri;
+    return fmt::format("{}{}role={}", child_uri,
+                       child_uri.find('?') == std::string::npos ? "?" : "&", role);
+  };
+  auto commands = OpenSpace(as_role("manager"));
   if (!commands.ok()) return Fail(commands.status());
   const runtime::Layout layout(kJobId);
   // The exactly-once account kept apart from the processes that make it: every version,
@@ -230,15 +245,16 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   int64_t interval = 0;  // the chaos's interval now (the handlers' speeds are the interval's)
   auto command_of = [&](const Child& c) {
     if (c.role == "manager") {
-      std::vector<std::string> args = {exe,        "manager", a.config, "--space", child_uri,
-                                       "--job-id", kJobId,    "--name", c.name,    "--handlers",
-                                       handlers,   "--out",   a.out};
+      std::vector<std::string> args = {
+          exe,        "manager", a.config, "--space", as_role("manager"),
+          "--job-id", kJobId,    "--name", c.name,    "--handlers",
+          handlers,   "--out",   a.out};
       if (a.quiet) args.push_back("--quiet");  // else the active one prints the progress
       if (a.metrics_port >= 0) args.insert(args.end(), {"--metrics-port", "0"});
       if (!rows.path().empty()) args.insert(args.end(), {"--data-cache", rows.path()});
       return args;
     }
-    std::vector<std::string> args = {exe,      "handler", "--space", child_uri,
+    std::vector<std::string> args = {exe,      "handler", "--space", as_role("handler"),
                                      "--job",  kJobId,    "--id",    std::to_string(c.id),
                                      "--quiet"};
     if (a.metrics_port >= 0) args.insert(args.end(), {"--metrics-port", "0"});

@@ -42,14 +42,16 @@ std::string LogTail(const std::string& path, size_t max_bytes = 600) {
   return text;
 }
 
-// True once the server at `url` answers a JetStream account-info request.
-bool JetStreamAnswers(const std::string& url) {
+// True once the server at `url` answers a JetStream account-info request (as `credentials`,
+// when it wants them).
+bool JetStreamAnswers(const std::string& url, const std::optional<RoleCredentials>& credentials) {
   natsOptions* opts = nullptr;
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
   jsAccountInfo* info = nullptr;
   bool ok = natsOptions_Create(&opts) == NATS_OK &&
             natsOptions_SetURL(opts, url.c_str()) == NATS_OK &&
+            (!credentials || ApplyCredentials(opts, *credentials).ok()) &&
             natsOptions_SetTimeout(opts, 1000) == NATS_OK &&
             natsConnection_Connect(&nc, opts) == NATS_OK &&
             natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
@@ -146,7 +148,7 @@ Status LocalNatsServer::Launch() {
         port_ = std::stoi(url_.substr(url_.rfind(':') + 1));
       }
     }
-    if (!url_.empty() && JetStreamAnswers(url_)) return Status::Ok();
+    if (!url_.empty() && JetStreamAnswers(url_, options_.probe_credentials)) return Status::Ok();
     std::this_thread::sleep_for(10ms);
   }
   Kill();

@@ -12,9 +12,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "acan/status.h"
+#include "space/nats/secure.h"
 
 namespace acan::nats {
 
@@ -29,6 +31,8 @@ struct LocalServerOptions {
   bool remove_store = false;
   // Extra lines appended to the configuration (e.g. cluster or TLS blocks).
   std::string extra_config;
+  // With a secure configuration (TLS and users): whom Start's readiness check connects as.
+  std::optional<RoleCredentials> probe_credentials;
 };
 
 class LocalNatsServer {

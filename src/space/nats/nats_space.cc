@@ -1,11 +1,15 @@
 #include "space/nats/nats_space.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <zlib.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "common/kill_point.h"
@@ -141,11 +145,21 @@ Status NatsSpace::Connect() {
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 100);
   // The watches' callbacks share the library's delivery threads instead of one thread each.
   if (s == NATS_OK) s = natsOptions_UseGlobalMessageDelivery(opts, true);
+  if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, &NatsSpace::OnAsyncError, this);
+  if (s == NATS_OK && options_.credentials) {
+    if (Status applied = ApplyCredentials(opts, *options_.credentials); !applied.ok()) {
+      natsOptions_Destroy(opts);
+      return Status(applied.code(), fmt::format("space '{}': {}", uri_, applied.message()));
+    }
+  }
   if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
-    return Status::Unavailable(fmt::format("cannot connect to NATS at '{}' (space '{}'): {}",
-                                           options_.servers, uri_, NatsError(s, 0)));
+    const std::string as = options_.credentials
+                               ? fmt::format(" as role '{}' over TLS", options_.credentials->role)
+                               : std::string();
+    return Status::Unavailable(fmt::format("cannot connect to NATS at '{}'{} (space '{}'): {}",
+                                           options_.servers, as, uri_, NatsError(s, 0)));
   }
   jsOptions jo;
   jsOptions_Init(&jo);
@@ -204,11 +218,42 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
                                          options_.replicas, options_.servers, NatsError(s, jerr)));
 }
 
+void NatsSpace::OnAsyncError(natsConnection* nc, natsSubscription*, natsStatus err, void* closure) {
+  if (err != NATS_NOT_PERMITTED) return;
+  auto* self = static_cast<NatsSpace*>(closure);
+  const char* text = nullptr;
+  natsConnection_GetLastError(nc, &text);
+  const std::string what = text != nullptr && *text ? text : "permissions violation";
+  {
+    std::lock_guard lock(self->mu_);
+    self->last_violation_ = what;
+  }
+  self->violations_.fetch_add(1);
+  spdlog::warn("the NATS server refused a request of space '{}'{}: {}", self->uri_,
+               self->options_.credentials
+                   ? fmt::format(" (role '{}')", self->options_.credentials->role)
+                   : std::string(),
+               what);
+}
+
+Status NatsSpace::RefusedSince(uint64_t violations_before, std::string_view what) const {
+  if (violations_.load() == violations_before) return Status::Ok();
+  std::lock_guard lock(mu_);
+  return Status::PermissionDenied(
+      fmt::format("{} in space '{}' refused by the server: {}{}", what, uri_, last_violation_,
+                  options_.credentials
+                      ? fmt::format(" (this client's role is '{}')", options_.credentials->role)
+                      : std::string()));
+}
+
 template <typename Request>
 Status NatsSpace::Retry(const char* what, Deadline deadline, Request request) const {
   auto backoff = 5ms;
+  const uint64_t violations = violations_.load();
   for (;;) {
     natsStatus s = request();
+    // A refused request gets no answer: the server's error says why, not the timeout.
+    if (s != NATS_OK) ACAN_RETURN_IF_ERROR(RefusedSince(violations, what));
     if (!IsConnectionLoss(s)) return Status::Ok();  // the request's own outcome: the caller's
     if (closed_.load()) return CancelledStatus();
     if (deadline.expired()) {
@@ -936,6 +981,34 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
         uri.text, chunk_bytes));
   }
   options.chunk_bytes = static_cast<size_t>(chunk_bytes);
+  // A secure deployment (acan secure init DIR): secure=DIR and role=R, or ACAN_NATS_SECURE and
+  // ACAN_NATS_ROLE, so that neither needs to be on a command line. tls:// demands it.
+  std::string secure_dir, role;
+  if (const std::string* dir = uri.Param("secure")) {
+    secure_dir = *dir;
+  } else if (const char* env = std::getenv("ACAN_NATS_SECURE"); env != nullptr && *env) {
+    secure_dir = env;
+  }
+  if (const std::string* r = uri.Param("role")) {
+    role = *r;
+  } else if (const char* env = std::getenv("ACAN_NATS_ROLE"); env != nullptr && *env) {
+    role = env;
+  }
+  if (secure_dir.empty() && uri.scheme == "tls") {
+    return Status::InvalidArgument(fmt::format(
+        "space URI '{}': tls:// needs the deployment's files: secure=DIR (or ACAN_NATS_SECURE), "
+        "made by acan secure init DIR",
+        uri.text));
+  }
+  if (secure_dir.empty() && !role.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "space URI '{}': role='{}' needs secure=DIR (or ACAN_NATS_SECURE)", uri.text, role));
+  }
+  if (!secure_dir.empty()) {
+    // A process that does not say its role gets the least: an observer's.
+    ACAN_ASSIGN_OR_RETURN(options.credentials,
+                          LoadRoleCredentials(secure_dir, role.empty() ? "observer" : role));
+  }
 
   std::unique_ptr<LocalNatsServer> server;
   if (local) {
@@ -944,6 +1017,20 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
     LocalServerOptions local;
     if (const std::string* dir = uri.Param("dir")) local.store_dir = *dir;
     local.extra_config = kLocalServerConfig;
+    if (!secure_dir.empty()) {
+      // The deployment's TLS and users; the server's owner checks it answers as a manager.
+      std::ifstream conf(SecureServerConfigPath(secure_dir));
+      std::stringstream text;
+      text << conf.rdbuf();
+      if (!conf || text.str().empty()) {
+        return Status::NotFound(
+            fmt::format("space URI '{}': cannot read '{}' (made by acan "
+                        "secure init)",
+                        uri.text, SecureServerConfigPath(secure_dir)));
+      }
+      local.extra_config += "\n" + text.str();
+      ACAN_ASSIGN_OR_RETURN(local.probe_credentials, LoadRoleCredentials(secure_dir, "manager"));
+    }
     ACAN_RETURN_IF_ERROR(uri.RejectUnusedParams());
     if (local.store_dir.empty()) {
       std::string tmpl = (std::filesystem::temp_directory_path() / "acan-nats-XXXXXX").string();
@@ -971,7 +1058,7 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
         return Status::InvalidArgument(
             fmt::format("space URI '{}': server '{}' is not of the form host:port", uri.text, one));
       }
-      servers += (servers.empty() ? "" : ",") + std::string("nats://") + std::string(one);
+      servers += (servers.empty() ? "" : ",") + uri.scheme + "://" + std::string(one);
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
     }
@@ -984,6 +1071,9 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
 
 }  // namespace
 
-Status RegisterNatsSpace() { return RegisterSpaceScheme("nats", OpenNats); }
+Status RegisterNatsSpace() {
+  ACAN_RETURN_IF_ERROR(RegisterSpaceScheme("nats", OpenNats));
+  return RegisterSpaceScheme("tls", OpenNats);
+}
 
 }  // namespace acan::nats

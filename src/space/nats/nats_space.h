@@ -36,11 +36,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "acan/space.h"
 #include "space/nats/local_server.h"
+#include "space/nats/secure.h"
 #include "space/space_stats_internal.h"
 
 namespace acan::nats {
@@ -54,6 +56,8 @@ struct NatsSpaceOptions {
   int64_t retry_ms = 60000;     // how long a non-blocking call retries a lost connection
   size_t chunk_bytes = 0;       // values above this travel in chunks; 0: what a message allows
   SpaceOptions limits;
+  // A secure deployment's role (secure.h): TLS with its certificate, its user and password.
+  std::optional<RoleCredentials> credentials;
 };
 
 class NatsSpace final : public Space {
@@ -124,6 +128,12 @@ class NatsSpace final : public Space {
   Watch* WatchFor(const std::string& filter);
   NatsSpace(std::string uri, NatsSpaceOptions options);
   Status Connect();
+  // The server's asynchronous errors: a refused publish (a permission violation) is logged and
+  // counted, so that the call waiting for its acknowledgement fails as PermissionDenied.
+  static void OnAsyncError(natsConnection*, natsSubscription*, natsStatus err, void* closure);
+  // PermissionDenied with the server's words when a permission violation arrived after
+  // `violations_before` (a count of violations_), else Ok.
+  Status RefusedSince(uint64_t violations_before, std::string_view what) const;
   // `cells`: one message a subject, no deletes.
   Status EnsureStream(const std::string& name, const std::string& subjects, bool cells = false);
 
@@ -186,6 +196,8 @@ class NatsSpace final : public Space {
 
   std::atomic<uint64_t> waiting_{0}, wakeups_{0};
   StatsRecorder stats_;
+  std::atomic<uint64_t> violations_{0};
+  std::string last_violation_;               // GUARDED_BY(mu_)
   std::unique_ptr<LocalNatsServer> server_;  // stopped after the destructor closed nc_
 };
 
