@@ -53,6 +53,37 @@ std::string NatsError(natsStatus s, int jerr) {
   return text;
 }
 
+// What a failed connection's error means for a secure deployment (secure.h), in its terms.
+std::string ConnectHint(const std::string& error, const std::optional<RoleCredentials>& c) {
+  const bool tls = error.find("SSL") != std::string::npos;
+  if (!c) {
+    return tls ? "; the server requires TLS: name the deployment with secure=DIR (made by acan "
+                 "secure init) and a role"
+               : "";
+  }
+  if (error.find("Authorization Violation") != std::string::npos) {
+    return fmt::format(
+        "; the server does not accept role '{}' with this password (its file in "
+        "the deployment: {}.password)",
+        c->role, c->role);
+  }
+  if (error.find("local issuer") != std::string::npos ||
+      error.find("verify failed") != std::string::npos) {
+    return fmt::format(
+        "; this client cannot verify the server's certificate with the CA '{}': "
+        "is it the deployment's?",
+        c->ca_file);
+  }
+  if (error.find("Expected 'PONG'") != std::string::npos || tls ||
+      error.find("EOF") != std::string::npos) {
+    return fmt::format(
+        "; the server ended the TLS handshake: it does not accept the certificate "
+        "'{}' (signed by another CA, or none)",
+        c->cert_file);
+  }
+  return "";
+}
+
 std::string RandomId() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}", rd(), rd());
@@ -147,7 +178,9 @@ Status NatsSpace::Connect() {
   if (s == NATS_OK) s = natsOptions_UseGlobalMessageDelivery(opts, true);
   if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, &NatsSpace::OnAsyncError, this);
   if (s == NATS_OK && options_.credentials) {
-    if (Status applied = ApplyCredentials(opts, *options_.credentials); !applied.ok()) {
+    Status applied = CheckCredentials(*options_.credentials);
+    if (applied.ok()) applied = ApplyCredentials(opts, *options_.credentials);
+    if (!applied.ok()) {
       natsOptions_Destroy(opts);
       return Status(applied.code(), fmt::format("space '{}': {}", uri_, applied.message()));
     }
@@ -155,11 +188,13 @@ Status NatsSpace::Connect() {
   if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
+    const std::string error = NatsError(s, 0);
     const std::string as = options_.credentials
                                ? fmt::format(" as role '{}' over TLS", options_.credentials->role)
                                : std::string();
-    return Status::Unavailable(fmt::format("cannot connect to NATS at '{}'{} (space '{}'): {}",
-                                           options_.servers, as, uri_, NatsError(s, 0)));
+    return Status::Unavailable(fmt::format("cannot connect to NATS at '{}'{} (space '{}'): {}{}",
+                                           options_.servers, as, uri_, error,
+                                           ConnectHint(error, options_.credentials)));
   }
   jsOptions jo;
   jsOptions_Init(&jo);

@@ -351,6 +351,50 @@ Result<RoleCredentials> LoadRoleCredentials(const std::string& dir, std::string_
   return c;
 }
 
+Status CheckCredentials(const RoleCredentials& c) {
+  std::FILE* f = std::fopen(c.cert_file.c_str(), "r");
+  if (f == nullptr) {
+    return Status::NotFound(fmt::format("cannot open the {} certificate '{}': {}", c.role,
+                                        c.cert_file, std::strerror(errno)));
+  }
+  CertPtr cert(PEM_read_X509(f, nullptr, nullptr, nullptr), X509_free);
+  std::fclose(f);
+  if (!cert) {
+    return Status::InvalidArgument(
+        OpenSslError(fmt::format("the {} certificate '{}' is not PEM", c.role, c.cert_file)));
+  }
+  auto when = [](const ASN1_TIME* t) {
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+    ASN1_TIME_print(bio.get(), t);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(bio.get(), &data);
+    return std::string(data, static_cast<size_t>(std::max(n, 0L)));
+  };
+  if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) <= 0) {
+    return Status::PermissionDenied(
+        fmt::format("the {} certificate '{}' expired on {}: make new ones with acan secure init",
+                    c.role, c.cert_file, when(X509_get0_notAfter(cert.get()))));
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(cert.get())) >= 0) {
+    return Status::PermissionDenied(fmt::format("the {} certificate '{}' is not valid before {}",
+                                                c.role, c.cert_file,
+                                                when(X509_get0_notBefore(cert.get()))));
+  }
+  std::FILE* kf = std::fopen(c.key_file.c_str(), "r");
+  if (kf == nullptr) {
+    return Status::NotFound(
+        fmt::format("cannot open the {} key '{}': {}", c.role, c.key_file, std::strerror(errno)));
+  }
+  KeyPtr key(PEM_read_PrivateKey(kf, nullptr, nullptr, nullptr), EVP_PKEY_free);
+  std::fclose(kf);
+  if (!key || X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return Status::InvalidArgument(
+        fmt::format("the {} key '{}' is not the key of '{}'", c.role, c.key_file, c.cert_file));
+  }
+  return Status::Ok();
+}
+
 Status ApplyCredentials(natsOptions* opts, const RoleCredentials& c) {
   natsStatus s = natsOptions_SetSecure(opts, true);
   if (s == NATS_OK) s = natsOptions_LoadCATrustedCertificates(opts, c.ca_file.c_str());

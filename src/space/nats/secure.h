@@ -65,6 +65,11 @@ struct RoleCredentials {
 // InvalidArgument for an unknown role; NotFound naming the first file that is missing.
 Result<RoleCredentials> LoadRoleCredentials(const std::string& dir, std::string_view role);
 
+// What a client can tell of its own credentials before it connects: the certificate is within
+// its validity period and the key is its key (PermissionDenied or InvalidArgument naming the
+// file and the date). Whether the CA signed it is the server's to check.
+Status CheckCredentials(const RoleCredentials& c);
+
 // Has a connection made with `opts` present `c`: TLS with the CA to trust, the certificate and
 // key, and the role's user and password. InvalidArgument naming a file that cannot be loaded.
 Status ApplyCredentials(natsOptions* opts, const RoleCredentials& c);

@@ -1,0 +1,246 @@
+// A secure deployment (secure.h) against a real nats-server on loopback started with the
+// configuration `acan secure init` writes: who gets in (the roles, over TLS) and who does not (a
+// plain-text client, a client that trusts another CA, a self-signed or expired certificate, a
+// wrong password), and what each role may write, enforced by the server.
+#include "space/nats/secure.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "acan/space.h"
+#include "space/nats/nats_space.h"
+
+namespace acan::nats {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/secure_" + name + "_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  return dir;
+}
+
+mode_t Mode(const std::string& path) {
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return st.st_mode & 0777;
+}
+
+// A copy of a deployment's client files, with some replaced: what a misconfigured or foreign
+// client holds.
+std::string CopyOf(const std::string& dir, const std::string& name) {
+  const std::string copy = TempDir(name);
+  fs::create_directories(copy);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    fs::copy_file(e.path(), fs::path(copy) / e.path().filename());
+  }
+  return copy;
+}
+
+class SecureTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(TempDir("deployment"));
+    ASSERT_TRUE(InitSecureDir({*dir_}).ok());
+    auto space = OpenSpace("nats:local?secure=" + *dir_ + "&role=manager");
+    ASSERT_TRUE(space.ok()) << space.status().ToString();
+    manager_ = space->release();
+    url_ = new std::string(dynamic_cast<NatsSpace*>(manager_)->server()->url());
+  }
+  static void TearDownTestSuite() {
+    delete manager_;
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete url_;
+  }
+  // A client of `role` with the files in `dir`; requests wait `request_ms` for an answer.
+  static Result<std::unique_ptr<Space>> Client(const std::string& dir, const std::string& role,
+                                               int request_ms = 5000) {
+    return OpenSpace(fmt::format("{}?secure={}&role={}&request_ms={}&retry_ms=2000", *url_, dir,
+                                 role, request_ms));
+  }
+  static std::string Port() { return url_->substr(url_->rfind(':') + 1); }
+
+  static std::string* dir_;
+  static std::string* url_;
+  static Space* manager_;
+};
+std::string* SecureTest::dir_ = nullptr;
+std::string* SecureTest::url_ = nullptr;
+Space* SecureTest::manager_ = nullptr;
+
+TEST_F(SecureTest, InitWritesSecretsOnlyTheOwnerReadsAndNeverOverwritesACa) {
+  EXPECT_EQ(Mode(*dir_), 0700u);
+  for (const char* f : {"ca-key.pem", "server-key.pem", "handler-key.pem", "handler.password",
+                        "manager.password", "observer.password", "nats-server.conf"}) {
+    EXPECT_EQ(Mode(*dir_ + "/" + f), 0600u) << f;
+  }
+  EXPECT_TRUE(url_->starts_with("tls://127.0.0.1:")) << *url_;
+  Status again = InitSecureDir({*dir_});
+  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists) << again.ToString();
+  EXPECT_NE(again.message().find(*dir_), std::string::npos);
+  // A role that is not one, and missing files, are named.
+  EXPECT_EQ(LoadRoleCredentials(*dir_, "admin").status().code(), StatusCode::kInvalidArgument);
+  const std::string partial = CopyOf(*dir_, "partial");
+  fs::remove(partial + "/handler.password");
+  auto missing = LoadRoleCredentials(partial, "handler");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("handler.password"), std::string::npos);
+  fs::remove_all(partial);
+}
+
+TEST_F(SecureTest, EachRoleWritesOnlyWhatItMay) {
+  ASSERT_TRUE(manager_->Put(Key::Parse("job.p.l0.w.v1").value(), Value::FromString("w1")).ok());
+  auto handler = Client(*dir_, "handler", 300);
+  ASSERT_TRUE(handler.ok()) << handler.status().ToString();
+  Space& h = **handler;
+  // What a handler makes.
+  for (const char* key : {"job.done.mb.s1.m0", "job.claim.mb.s1.m0.h3", "job.alive.h3",
+                          "job.t.mb.s1.m0.y", "job.u.l0.w.s1", "job.task.forward.mb.s2.m0"}) {
+    EXPECT_TRUE(h.Put(Key::Parse(key).value(), Value::FromString("x")).ok()) << key;
+  }
+  auto taken = h.Take(Pattern::Parse("job.task.forward.>").value(), 1, Deadline::Now());
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_EQ(taken->size(), 1u);
+  auto read = h.Read(Pattern::Parse("job.p.l0.w.*").value());
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->has_value());
+  // What it never writes: a parameter version, the manager's state, the job's descriptor, the
+  // lease, another job's tuples.
+  for (const char* key : {"job.p.l0.w.v2", "job.m.state", "job.m.job", "other.done.mb.s1.m0"}) {
+    Status s = h.Put(Key::Parse(key).value(), Value::FromString("rogue"));
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << key << ": " << s.ToString();
+    EXPECT_NE(s.message().find("Permissions Violation"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("'handler'"), std::string::npos) << s.ToString();
+  }
+  auto swapped =
+      h.SwapCell(Key::Parse("job.m.lease").value(), Value::FromString("mine"), 0, Deadline::Now());
+  EXPECT_EQ(swapped.status().code(), StatusCode::kPermissionDenied) << swapped.status().ToString();
+  // Nothing the refused writes carried is in the space: the manager sees its version alone.
+  auto versions = manager_->ReadAll(Pattern::Parse("job.p.l0.w.*").value());
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 1u);
+  EXPECT_EQ((*versions)[0].key.str(), "job.p.l0.w.v1");
+  EXPECT_EQ((*versions)[0].value.AsString(), "w1");
+  EXPECT_FALSE(manager_->ReadCell(Key::Parse("job.m.lease").value())->value.size() > 0);
+
+  // An observer reads and writes nothing.
+  auto observer = Client(*dir_, "observer", 300);
+  ASSERT_TRUE(observer.ok()) << observer.status().ToString();
+  EXPECT_TRUE((*observer)->Read(Pattern::Parse("job.p.l0.w.*").value()).ok());
+  EXPECT_EQ(
+      (*observer)->Put(Key::Parse("job.done.mb.s9.m0").value(), Value::FromString("x")).code(),
+      StatusCode::kPermissionDenied);
+}
+
+TEST_F(SecureTest, ClientsThatDoNotBelongAreRefusedWithTheCause) {
+  // A client with no deployment files: the server demands TLS (libnats then tries it, and
+  // cannot verify the server with the system's CAs).
+  auto plain = OpenSpace("nats://127.0.0.1:" + Port() + "?retry_ms=500");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("cannot connect"), std::string::npos);
+  EXPECT_NE(plain.status().message().find("the server requires TLS"), std::string::npos)
+      << plain.status().ToString();
+  // Plain text on the wire (a client that does not upgrade): no PONG, an error and a close.
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(std::stoi(Port())));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const std::string hello = "CONNECT {\"verbose\":false,\"tls_required\":false}\r\nPING\r\n";
+    std::string seen;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);  // INFO
+    if (n > 0) seen.append(buf, static_cast<size_t>(n));
+    EXPECT_NE(seen.find("\"tls_required\":true"), std::string::npos) << seen;
+    (void)::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) seen.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    EXPECT_EQ(seen.find("PONG"), std::string::npos) << seen;
+  }
+
+  // A client that trusts another deployment's CA cannot verify this server.
+  const std::string other = TempDir("other");
+  ASSERT_TRUE(InitSecureDir({other}).ok());
+  const std::string foreign_ca = CopyOf(*dir_, "foreign_ca");
+  fs::copy_file(other + "/ca.pem", foreign_ca + "/ca.pem", fs::copy_options::overwrite_existing);
+  auto no_ca = Client(foreign_ca, "handler");
+  ASSERT_FALSE(no_ca.ok());
+  EXPECT_NE(no_ca.status().message().find("as role 'handler' over TLS"), std::string::npos);
+  EXPECT_NE(no_ca.status().message().find("cannot verify the server's certificate"),
+            std::string::npos)
+      << no_ca.status().ToString();
+
+  // A certificate the deployment's CA did not sign: the server ends the handshake.
+  const std::string stranger = CopyOf(*dir_, "stranger");
+  ASSERT_TRUE(
+      IssueClientCertificate(stranger, "acan-handler", 0, 30, true, stranger + "/handler").ok());
+  auto self_signed = Client(stranger, "handler");
+  ASSERT_FALSE(self_signed.ok());
+  EXPECT_NE(self_signed.status().message().find("does not accept the certificate"),
+            std::string::npos)
+      << self_signed.status().ToString();
+  // Another deployment's certificate, with this one's password: refused the same way.
+  const std::string mixed = CopyOf(*dir_, "mixed");
+  fs::copy_file(other + "/handler.pem", mixed + "/handler.pem",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(other + "/handler-key.pem", mixed + "/handler-key.pem",
+                fs::copy_options::overwrite_existing);
+  EXPECT_FALSE(Client(mixed, "handler").ok());
+
+  // A wrong password.
+  const std::string wrong = CopyOf(*dir_, "wrong");
+  { std::ofstream(wrong + "/handler.password") << "not-the-password\n"; }
+  auto bad_password = Client(wrong, "handler");
+  ASSERT_FALSE(bad_password.ok());
+  EXPECT_NE(
+      bad_password.status().message().find("does not accept role 'handler' with this password"),
+      std::string::npos)
+      << bad_password.status().ToString();
+
+  // An expired certificate, signed by the right CA: this client says so before it connects...
+  const std::string expired = CopyOf(*dir_, "expired");
+  ASSERT_TRUE(
+      IssueClientCertificate(*dir_, "acan-handler", -10, -1, false, expired + "/handler").ok());
+  auto old = Client(expired, "handler");
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.status().code(), StatusCode::kPermissionDenied) << old.status().ToString();
+  EXPECT_NE(old.status().message().find("expired on"), std::string::npos);
+  // ...and the server refuses it from a client that does not check.
+  auto creds = LoadRoleCredentials(expired, "handler");
+  ASSERT_TRUE(creds.ok());
+  natsOptions* opts = nullptr;
+  ASSERT_EQ(natsOptions_Create(&opts), NATS_OK);
+  natsOptions_SetURL(opts, url_->c_str());
+  natsOptions_SetTimeout(opts, 2000);
+  natsOptions_SetMaxReconnect(opts, 0);
+  ASSERT_TRUE(ApplyCredentials(opts, *creds).ok());
+  natsConnection* nc = nullptr;
+  EXPECT_NE(natsConnection_Connect(&nc, opts), NATS_OK);
+  natsConnection_Destroy(nc);
+  natsOptions_Destroy(opts);
+
+  // The deployment's own clients still get in, and the space is as it was.
+  auto good = Client(*dir_, "handler");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  for (const std::string& d : {other, foreign_ca, stranger, mixed, wrong, expired}) {
+    fs::remove_all(d);
+  }
+}
+
+}  // namespace
+}  // namespace acan::nats
