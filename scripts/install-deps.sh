@@ -10,7 +10,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git python3
       libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev dataset-fashion-mnist
       libjs-chart.js)
 case "${1:-}" in
-  --tests) pkgs+=(prometheus chromium) ;;  # promtool, a real Prometheus, a headless browser
+  --tests) pkgs+=(prometheus chromium tcpdump) ;;  # promtool, a real Prometheus, a headless browser, a capture of loopback traffic
   --bench) pkgs+=(python3-torch) ;;
 esac
 missing=()
