@@ -118,6 +118,9 @@ struct ManagerReport {
   double active_s = 0;
   TrainProgress progress;      // the job's, as stored in the space at the end
   std::optional<Model> model;  // the trained model, when the job is finished
+  // The job's audit log when it is finished: one JSON record a line, hash-chained (what `acan
+  // audit verify` checks; docs/security.md).
+  std::vector<std::string> audit;
 };
 
 // Runs a manager of `job` until the job is finished or the stop token fires: creates the job in

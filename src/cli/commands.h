@@ -15,6 +15,7 @@ void AddManagerCommand(CLI::App& app, int* exit_code);
 void AddHandlerCommand(CLI::App& app, int* exit_code);
 void AddReportCommand(CLI::App& app, int* exit_code);
 void AddSecureCommand(CLI::App& app, int* exit_code);
+void AddAuditCommand(CLI::App& app, int* exit_code);
 
 // Accepts a whole number >= 1; anything else is "must be a whole number >= 1, not '<text>'"
 // (CLI::PositiveNumber would print its range up to 1.8e308).

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   acan::cli::AddHandlerCommand(app, &exit_code);
   acan::cli::AddReportCommand(app, &exit_code);
   acan::cli::AddSecureCommand(app, &exit_code);
+  acan::cli::AddAuditCommand(app, &exit_code);
   try {
     app.parse(argc, argv);  // runs the parsed subcommand's callback
   } catch (const CLI::ParseError& e) {

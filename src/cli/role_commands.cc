@@ -121,6 +121,8 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
     j["test_loss"] = eval->loss;
     if (eval->classification) j["test_accuracy"] = eval->accuracy;
   }
+  ACAN_RETURN_IF_ERROR(
+      runtime::WriteAuditLines((fs::path(a.out) / "audit.jsonl").string(), r.audit));
   return WriteFileAtomically((fs::path(a.out) / "summary.json").string(), j.dump(2) + "\n");
 }
 

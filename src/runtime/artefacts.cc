@@ -249,7 +249,14 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
         WriteWhole(dir + "/trace.json", run.trace->ToJson(static_cast<int>(run.handlers.size()))));
   }
   ACAN_RETURN_IF_ERROR(WriteWhole(dir + "/summary.json", summary.dump(2) + "\n"));
+  ACAN_RETURN_IF_ERROR(WriteAuditLines(dir + "/audit.jsonl", run.audit));
   return WriteReportOrWarn(dir);
+}
+
+Status WriteAuditLines(const std::string& path, const std::vector<std::string>& records) {
+  std::string text;
+  for (const std::string& r : records) text += r + "\n";
+  return WriteWhole(path, text);
 }
 
 Status WriteReportOrWarn(const std::string& dir) {

@@ -33,11 +33,14 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
 Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& rows,
                        const std::vector<int>& handler_ids);
 
-// Writes model.safetensors and summary.json into `dir` (created when missing).
+// Writes model.safetensors, metrics.csv, trace.json (when traced), summary.json, audit.jsonl (the
+// job's audit log, runtime/audit.h) and report.html into `dir` (created when missing).
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);
 
 // Writes `text` to `path` through a temporary file and a rename: a reader never sees half of it.
 Status WriteWhole(const std::string& path, const std::string& text);
+// Writes `records` (JSON lines) to `path` the same way.
+Status WriteAuditLines(const std::string& path, const std::vector<std::string>& records);
 
 // Writes <dir>/report.html (runtime/live_view.h) from what is in `dir`; a failure is logged as
 // a warning, not returned: the page is a view of artefacts already written.

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "nn/plan.h"
+#include "runtime/audit.h"
 #include "runtime/crashable_space.h"
 #include "runtime/handler.h"
 #include "runtime/manager.h"
@@ -282,6 +283,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, result.progress.task_size, data.rows));
   ACAN_ASSIGN_OR_RETURN(result.model,
                         ReadModel(space.get(), layout, plan, result.progress.total_steps));
+  ACAN_ASSIGN_OR_RETURN(result.audit, ReadAuditChain(space.get(), layout));
   for (int h = 0; h < options.handlers; ++h) {
     HandlerReport r = ReportOf(h, handlers[h]->stats());
     r.idle_ratio = wall_s > 0 ? std::max(0.0, 1.0 - (r.busy_s + r.lost_s) / wall_s) : 0;

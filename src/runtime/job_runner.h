@@ -170,6 +170,7 @@ struct RunResult {
   std::vector<MetricsRow> metrics;
   RecoveryStats recovery;
   std::shared_ptr<TraceRecorder> trace;  // RunOptions::trace, filled in (null: not traced)
+  std::vector<std::string> audit;        // the job's audit log, one JSON record a line
 };
 
 Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,

@@ -74,6 +74,7 @@ Key Layout::StepOpen(int64_t step) const { return Make(fmt::format("{}.step.s{}"
 Key Layout::Alive(int handler) const { return Make(fmt::format("{}.alive.h{}", job_, handler)); }
 Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
+Key Layout::AuditRecord(int64_t seq) const { return Make(fmt::format("{}.audit.a{}", job_, seq)); }
 Key Layout::InitGuard() const { return Make(job_ + ".m.init"); }
 Key Layout::JobDescriptor() const { return Make(job_ + ".m.job"); }
 Key Layout::DataHint() const { return Make(job_ + ".m.data"); }

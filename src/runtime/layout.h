@@ -21,6 +21,7 @@
 //   <job>.m.data                     the job file, put before the manager loads its data, so that
 //                                    handlers load their copy meanwhile
 //   <job>.usage.<process>            a role process's traffic through the space, put as it exits
+//   <job>.audit.a<seq>               a cell: a record of the job's audit log (runtime/audit.h)
 // clang-format on
 //
 // Task and tensor keys are "<verb>.s<step>[.<tag><n>...]" (nn::Plan); state keys have no step.
@@ -101,6 +102,7 @@ class Layout {
   Key DataHint() const;
   // REQUIRES: `process` is one key token ("h3-i2", "m1234").
   Key Usage(std::string_view process) const;
+  Key AuditRecord(int64_t seq) const;  // a cell: record `seq` of the job's audit log (audit.h)
   Pattern UsagePattern() const;
 
   // Takes apart any key the builders above make; InvalidArgument naming the key when it is not

@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "acan/job.h"
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "runtime/confirmed_put.h"
@@ -100,6 +101,13 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
   for (auto& [key, tensor] : plan.InitialState(init)) {
     ACAN_RETURN_IF_ERROR(
         PutConfirmed(space, layout.State(key, 0), Value::FromVector(std::move(tensor))));
+  }
+  {
+    AuditLog audit(space, &layout, "job set-up");
+    audit.Append("job_start", {{"job", layout.job()},
+                               {"config_sha256", ValueSha256(Value::FromString(ToToml(job)))},
+                               {"initial_model_sha256", nn::ModelSha256(init)}});
+    ACAN_RETURN_IF_ERROR(audit.Flush());
   }
   Progress p;
   ACAN_RETURN_IF_ERROR(PutConfirmed(space, layout.ManagerState(), Value::FromString(p.ToJson())));
@@ -358,7 +366,10 @@ Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
 
 Status Manager::OnDone(const Tuple& tuple) {
   auto parsed = layout_.Parse(tuple.key);
-  if (parsed.ok() && parsed->kind == KeyKind::kRestartNotice) return CheckClaimsNow();
+  if (parsed.ok() && parsed->kind == KeyKind::kRestartNotice) {
+    ACAN_RETURN_IF_ERROR(AuditHandler(tuple, parsed->handler));
+    return CheckClaimsNow();
+  }
   if (!parsed.ok() || parsed->kind != KeyKind::kDone) {
     spdlog::warn("manager: ignoring tuple '{}': not a done report", tuple.key.str());
     return Status::Ok();
@@ -368,6 +379,9 @@ Status Manager::OnDone(const Tuple& tuple) {
   if (!msg.ok()) {
     spdlog::warn("manager: ignoring done tuple '{}': {}", tuple.key.str(), msg.status().ToString());
     return Status::Ok();
+  }
+  if (audit_ && msg->handler >= 0 && handlers_seen_.insert(msg->handler).second) {
+    audit_->Append("handler_joined", {{"handler", msg->handler}, {"first_report", task_key}});
   }
   auto it = task_index_.find(task_key);
   if (it == task_index_.end()) {  // a late duplicate of a finished step
@@ -630,6 +644,13 @@ Status Manager::FinalizeSteps() {
     // A version is the number of updates applied to its shard: counted from the versions, so
     // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
     progress_.versions_applied = versions_.Applied();
+    if (audit_) {
+      // The previous step's record is written before this step is saved (a successor's lease
+      // record covers this one's versions if it dies before its record is in).
+      ACAN_RETURN_IF_ERROR(audit_->WaitWritten(audited_step_ticket_));
+      audited_step_ticket_ =
+          audit_->AppendVersions("versions", {{"step", st.step}}, versions_.TakeWritten());
+    }
     ACAN_RETURN_IF_ERROR(SaveState());
     DropStaleVersions(st);
     ACAN_RETURN_IF_ERROR(CleanupStep(st));
@@ -701,6 +722,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   const auto active_at = Clock::now();
   if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
+  ACAN_RETURN_IF_ERROR(AuditLease());
   if (progress_.finished) {  // a predecessor applied the last step: nothing is in flight
     if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
     return Status::Ok();
@@ -751,7 +773,48 @@ Status Manager::Run(const std::atomic<bool>& crash) {
       }
     }
   }
+  return AuditEnd();
+}
+
+Status Manager::AuditLease() {
+  audit_ = std::make_unique<AuditLog>(raw_space_, &layout_, options_.owner);
+  // The versions as this manager finds them, hashed: what a predecessor applied after its last
+  // record is in the chain from here.
+  std::vector<std::tuple<std::string, int64_t, Value>> found;
+  for (const auto& [shard, v] : versions_.versions()) {
+    ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(shard, v)));
+    if (t.has_value()) found.emplace_back(shard, v, t->value);
+  }
+  audited_step_ticket_ = audit_->AppendVersions("lease",
+                                                {{"lease_revision", lease_.revision()},
+                                                 {"takeover", progress_.next_step > 0},
+                                                 {"next_step", progress_.next_step}},
+                                                std::move(found));
   return Status::Ok();
+}
+
+Status Manager::AuditHandler(const Tuple& notice, int handler) {
+  if (!audit_) return Status::Ok();
+  // A notice says handler `handler` came back or went: its alive tuple says which.
+  ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
+  (void)notice;
+  if (alive.has_value()) {
+    auto v = alive->value.As<int64_t>();
+    audit_->Append("handler_joined",
+                   {{"handler", handler}, {"incarnation", v.size() == 1 ? v[0] : int64_t{0}}});
+  } else {
+    audit_->Append("handler_left", {{"handler", handler}});
+  }
+  return Status::Ok();
+}
+
+Status Manager::AuditEnd() {
+  if (!audit_ || !progress_.finished) return Status::Ok();
+  ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan_, progress_.total_steps));
+  audit_->Append("job_end", {{"final_model_sha256", nn::ModelSha256(model)},
+                             {"steps", progress_.total_steps},
+                             {"versions_applied", progress_.versions_applied}});
+  return audit_->Flush();
 }
 
 // Steps in flight, plus one admitted ahead: its inputs are in the space and its tasks built

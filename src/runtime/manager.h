@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,6 +32,7 @@
 #include "nn/dataset.h"
 #include "nn/model.h"
 #include "nn/plan.h"
+#include "runtime/audit.h"
 #include "runtime/controller.h"
 #include "runtime/dataflow.h"
 #include "runtime/dispatch.h"
@@ -98,6 +100,7 @@ class Manager {
   // With `descriptor`, its tuple goes in first: how a process joining the job finds it, and
   // whether the job's handlers make its step inputs from their own copy of the data
   // (runtime/local_inputs.h) instead of reading them from the space.
+  // The job's audit log (runtime/audit.h) starts here, with a job_start record.
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor = nullptr);
 
@@ -148,6 +151,15 @@ class Manager {
   Status CleanupLeftStep();
   Clock::time_point NextWake() const;
   Result<const nn::Plan*> PlanFor(int64_t task_size);
+
+  // The audit log's records of this incarnation: the lease it took, each step's versions, the
+  // handlers it hears of, the job's end. Made when it takes the lease.
+  Status AuditLease();
+  Status AuditHandler(const Tuple& notice, int handler);
+  Status AuditEnd();
+  std::unique_ptr<AuditLog> audit_;
+  int64_t audited_step_ticket_ = 0;  // the last step's record: written before the next is saved
+  std::set<int> handlers_seen_;
 
   Space* raw_space_;  // the lease's
   Layout layout_;

@@ -67,6 +67,7 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
     outcome = Outcome::kRepeat;
   } else {
     ACAN_RETURN_IF_ERROR(PutConfirmed(space_, next, proposal->value));
+    written_.emplace_back(shard, step + 1, proposal->value);
   }
   v = step + 1;
   // The proposal (and any copy) goes with the step's other outputs when the step is cleaned up,

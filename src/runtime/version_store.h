@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "acan/space.h"
@@ -58,11 +59,15 @@ class VersionStore {
   // them can go (its buffer back to the pool while still warm).
   void DropStale(const std::string& shard, int64_t step);
 
+  // The versions this store wrote since the last call (shard, version, value), for the audit log.
+  std::vector<std::tuple<std::string, int64_t, Value>> TakeWritten() { return std::move(written_); }
+
  private:
   Space* space_;
   const Layout* layout_;
   int64_t window_;
   std::map<std::string, int64_t> versions_;
+  std::vector<std::tuple<std::string, int64_t, Value>> written_;
 };
 
 // The model whose shards are at `version` in the space (DataLoss naming a shard that lacks it).

@@ -16,6 +16,7 @@
 #include "nn/plan.h"
 #include "nn/row_cache.h"
 #include "runtime/artefacts.h"
+#include "runtime/audit.h"
 #include "runtime/grain.h"
 #include "runtime/handler.h"
 #include "runtime/live_view.h"
@@ -414,6 +415,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(effective, p.task_size, data.rows));
     ACAN_ASSIGN_OR_RETURN(nn::Model model, runtime::ReadModel(&space, layout, plan, p.total_steps));
     report.model = nn::ToPublicModel(model);
+    ACAN_ASSIGN_OR_RETURN(report.audit, runtime::ReadAuditChain(&space, layout));
   }
   return report;
 }

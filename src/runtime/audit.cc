@@ -1,0 +1,299 @@
+#include "runtime/audit.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+namespace acan::runtime {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kNoHash(64, '0');
+
+std::string Hex(const unsigned char* md, unsigned int len) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+std::string Sha256(const void* data, size_t size) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data, size, md, &len, EVP_sha256(), nullptr);
+  return Hex(md, len);
+}
+
+// The record's hash: SHA-256 of its canonical encoding without the "hash" field.
+std::string RecordHash(const json& record) {
+  json body = record;
+  body.erase("hash");
+  const std::string text = body.dump();
+  return Sha256(text.data(), text.size());
+}
+
+std::string NowRfc3339() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+// Whether record `seq` is in the space.
+Result<bool> Present(Space* space, const Layout& layout, int64_t seq) {
+  ACAN_ASSIGN_OR_RETURN(Cell c, space->ReadCell(layout.AuditRecord(seq)));
+  return c.revision != 0;
+}
+
+Result<json> ReadRecord(Space* space, const Layout& layout, int64_t seq) {
+  ACAN_ASSIGN_OR_RETURN(Cell c, space->ReadCell(layout.AuditRecord(seq)));
+  json j = json::parse(c.value.AsString(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("hash") || !j["hash"].is_string()) {
+    return Status::DataLoss(
+        fmt::format("audit record {} of job '{}' in the space is malformed", seq, layout.job()));
+  }
+  return j;
+}
+
+// The number of records in the space: a probe at 1, 2, 4, ... and a bisection.
+Result<int64_t> CountRecords(Space* space, const Layout& layout) {
+  ACAN_ASSIGN_OR_RETURN(bool first, Present(space, layout, 1));
+  if (!first) return int64_t{0};
+  int64_t present = 1, absent = 2;
+  for (;;) {
+    ACAN_ASSIGN_OR_RETURN(bool there, Present(space, layout, absent));
+    if (!there) break;
+    present = absent;
+    absent *= 2;
+  }
+  while (absent - present > 1) {
+    const int64_t mid = present + (absent - present) / 2;
+    ACAN_ASSIGN_OR_RETURN(bool there, Present(space, layout, mid));
+    (there ? present : absent) = mid;
+  }
+  return present;
+}
+
+}  // namespace
+
+std::string ValueSha256(const Value& value) { return Sha256(value.data(), value.size()); }
+
+AuditLog::AuditLog(Space* space, const Layout* layout, std::string writer)
+    : space_(space), layout_(layout), writer_(std::move(writer)), thread_([this] { Loop(); }) {}
+
+AuditLog::~AuditLog() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+int64_t AuditLog::Append(std::string kind, json fields) {
+  return AppendVersions(std::move(kind), std::move(fields), {});
+}
+
+int64_t AuditLog::AppendVersions(std::string kind, json fields,
+                                 std::vector<std::tuple<std::string, int64_t, Value>> versions) {
+  std::lock_guard lock(mu_);
+  const int64_t ticket = next_ticket_++;
+  queue_.push_back({ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339()});
+  cv_.notify_all();
+  return ticket;
+}
+
+int64_t AuditLog::last_ticket() const {
+  std::lock_guard lock(mu_);
+  return next_ticket_ - 1;
+}
+
+Status AuditLog::WaitWritten(int64_t ticket) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return written_ >= ticket || !error_.ok(); });
+  return error_;
+}
+
+void AuditLog::Loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping with nothing left
+    Pending p = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    const int64_t ticket = p.ticket;
+    Status s = Write(std::move(p));
+    lock.lock();
+    if (!s.ok() && error_.ok()) {
+      error_ = s;
+      spdlog::warn("audit log of job '{}': {}", layout_->job(), s.ToString());
+    }
+    written_ = ticket;
+    cv_.notify_all();
+  }
+}
+
+Status AuditLog::FindHead() {
+  ACAN_ASSIGN_OR_RETURN(head_seq_, CountRecords(space_, *layout_));
+  head_hash_ = kNoHash;
+  ended_ = false;
+  if (head_seq_ > 0) {
+    ACAN_ASSIGN_OR_RETURN(json head, ReadRecord(space_, *layout_, head_seq_));
+    head_hash_ = head["hash"].get<std::string>();
+    ended_ = head.value("kind", "") == "job_end";
+  }
+  head_known_ = true;
+  return Status::Ok();
+}
+
+Status AuditLog::Write(Pending p) {
+  if (!head_known_) ACAN_RETURN_IF_ERROR(FindHead());
+  json fields = std::move(p.fields);
+  if (!p.versions.empty()) {
+    json list = json::array();
+    for (const auto& [shard, version, value] : p.versions) {
+      list.push_back({{"shard", shard}, {"version", version}, {"sha256", ValueSha256(value)}});
+    }
+    fields["versions"] = std::move(list);
+  }
+  for (;;) {
+    if (ended_) {
+      spdlog::debug("audit log of job '{}': '{}' after the job's end, not recorded", layout_->job(),
+                    p.kind);
+      return Status::Ok();
+    }
+    json record = fields;
+    record["seq"] = head_seq_ + 1;
+    record["time"] = p.time;
+    record["kind"] = p.kind;
+    record["by"] = writer_;
+    record["prev"] = head_hash_;
+    record["hash"] = RecordHash(record);
+    const std::string line = record.dump();
+    if (line.size() > kMaxCellBytes) {
+      return Status::ResourceExhausted(fmt::format(
+          "audit record '{}' is {} bytes, over a cell's {}", p.kind, line.size(), kMaxCellBytes));
+    }
+    auto swapped = space_->SwapCell(layout_->AuditRecord(head_seq_ + 1), Value::FromString(line), 0,
+                                    Deadline::After(std::chrono::seconds(30)));
+    if (swapped.ok()) {
+      head_seq_ += 1;
+      head_hash_ = record["hash"].get<std::string>();
+      ended_ = p.kind == "job_end";
+      return Status::Ok();
+    }
+    if (swapped.status().code() != StatusCode::kFailedPrecondition) return swapped.status();
+    // Another writer took this number: its record is the head now.
+    ACAN_ASSIGN_OR_RETURN(json theirs, ReadRecord(space_, *layout_, head_seq_ + 1));
+    head_seq_ += 1;
+    head_hash_ = theirs["hash"].get<std::string>();
+    ended_ = theirs.value("kind", "") == "job_end";
+  }
+}
+
+Result<std::vector<std::string>> ReadAuditChain(Space* space, const Layout& layout) {
+  std::vector<std::string> lines;
+  for (int64_t seq = 1;; ++seq) {
+    ACAN_ASSIGN_OR_RETURN(Cell c, space->ReadCell(layout.AuditRecord(seq)));
+    if (c.revision == 0) break;
+    lines.emplace_back(c.value.AsString());
+  }
+  return lines;
+}
+
+Status WriteAuditFile(Space* space, const Layout& layout, const std::string& path) {
+  ACAN_ASSIGN_OR_RETURN(std::vector<std::string> lines, ReadAuditChain(space, layout));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    for (const std::string& l : lines) out << l << '\n';
+    if (!out.flush()) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    return Status::Unavailable(
+        fmt::format("cannot rename '{}' to '{}': {}", tmp, path, ec.message()));
+  }
+  return Status::Ok();
+}
+
+AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
+                              const std::string& model_sha256) {
+  AuditVerdict v;
+  auto bad = [&](int64_t line, std::string problem) {
+    v.ok = false;
+    v.line = line;
+    v.problem = std::move(problem);
+    return v;
+  };
+  std::string prev = kNoHash, last_kind;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto line = static_cast<int64_t>(i + 1);
+    json r = json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    if (!r.is_object()) return bad(line, "not a JSON object");
+    for (const char* field : {"seq", "kind", "prev", "hash", "time", "by"}) {
+      if (!r.contains(field)) return bad(line, fmt::format("no '{}' field", field));
+    }
+    if (!r["seq"].is_number_integer() || !r["kind"].is_string() || !r["prev"].is_string() ||
+        !r["hash"].is_string()) {
+      return bad(line, "seq, kind, prev or hash of the wrong type");
+    }
+    if (RecordHash(r) != r["hash"].get<std::string>()) {
+      return bad(line, "altered: its hash is not the SHA-256 of its content");
+    }
+    const int64_t seq = r["seq"].get<int64_t>();
+    if (seq > line) {
+      return bad(line, fmt::format("seq {} where {} was due: records before it are missing or "
+                                   "out of order",
+                                   seq, line));
+    }
+    if (seq < line) {
+      return bad(line, fmt::format("seq {} where {} was due: a record repeated, inserted or moved",
+                                   seq, line));
+    }
+    if (r["prev"].get<std::string>() != prev) {
+      return bad(line, line == 1 ? "the first record's prev is not 64 zeros: the chain's start is "
+                                   "missing"
+                                 : fmt::format("its prev is not the hash of line {}: a record "
+                                               "before it was inserted, removed or changed",
+                                               line - 1));
+    }
+    prev = r["hash"].get<std::string>();
+    last_kind = r["kind"].get<std::string>();
+    v.kinds[last_kind]++;
+    if (last_kind == "job_end") v.final_model_sha256 = r.value("final_model_sha256", "");
+  }
+  v.records = static_cast<int64_t>(lines.size());
+  if (lines.empty()) return bad(0, "no records");
+  if (last_kind != "job_end") {
+    return bad(v.records,
+               "the chain ends without a job_end record: records are missing at the "
+               "end, or the job did not finish");
+  }
+  if (!model_sha256.empty() && model_sha256 != v.final_model_sha256) {
+    return bad(v.records,
+               fmt::format("the model's SHA-256 is {}, the job_end record's final "
+                           "model is {}",
+                           model_sha256.substr(0, 16), v.final_model_sha256.substr(0, 16)));
+  }
+  v.ok = true;
+  return v;
+}
+
+}  // namespace acan::runtime

@@ -1,0 +1,112 @@
+// The audit log: an append-only, hash-chained record of a job's critical operations, kept in the
+// space as cells <job>.audit.a<seq> (Layout::AuditRecord; over NATS the cells stream, which no
+// role may delete from or purge, and only a manager may write) and copied to RUN_DIR/audit.jsonl
+// by whoever finishes the job.
+//
+// A record is one JSON object: seq (1, 2, ...), time (UTC, RFC 3339), kind, by (the writer: a
+// manager's name), the kind's fields, prev (the previous record's hash; 64 zeros for the first)
+// and hash: the SHA-256 of the record's canonical encoding without "hash" (JSON with keys sorted
+// and no whitespace, as nlohmann::json::dump() writes it). Kinds:
+//   job_start       config_sha256 (of the job file as made), initial_model_sha256
+//   lease           the writer took the job's lease (takeover: a predecessor held it), and the
+//                   versions it found, each with its content's SHA-256
+//   versions        step: every shard's version after the step, with its content's SHA-256
+//   handler_joined, handler_left   handler (id), incarnation (joined)
+//   permission_refused             what the server refused, to whom (from the server's log)
+//   job_end         final_model_sha256 (nn::ModelSha256: the safetensors file's tensors)
+// Appending is a compare-and-set of the next sequence number's cell, so several writers (a
+// manager and its successor, a supervisor) extend one chain and none overwrites another; nothing
+// is appended after a job_end. Records are hashed and written by a thread of the log, off the
+// caller's path; WaitWritten bounds how far behind it may be. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "acan/space.h"
+#include "runtime/layout.h"
+
+namespace acan::runtime {
+
+// SHA-256 (hex) of a value's bytes.
+std::string ValueSha256(const Value& value);
+
+class AuditLog {
+ public:
+  // REQUIRES: `space` and `layout` outlive the log.
+  AuditLog(Space* space, const Layout* layout, std::string writer);
+  ~AuditLog();  // writes what is queued
+  AuditLog(const AuditLog&) = delete;
+  AuditLog& operator=(const AuditLog&) = delete;
+
+  // Queues a record; returns its ticket (for WaitWritten).
+  int64_t Append(std::string kind, nlohmann::json fields);
+  // Queues a record whose field `versions` lists each (shard, version, value) as {shard,
+  // version, sha256}, hashed on the log's thread.
+  int64_t AppendVersions(std::string kind, nlohmann::json fields,
+                         std::vector<std::tuple<std::string, int64_t, Value>> versions);
+  // Waits until every record up to `ticket` is in the space (or dropped: after a job_end, or on
+  // an error, which it returns). 0: nothing to wait for.
+  Status WaitWritten(int64_t ticket);
+  Status Flush() { return WaitWritten(last_ticket()); }
+
+ private:
+  struct Pending {
+    int64_t ticket;
+    std::string kind;
+    nlohmann::json fields;
+    std::vector<std::tuple<std::string, int64_t, Value>> versions;
+    std::string time;
+  };
+  int64_t last_ticket() const;
+  void Loop();
+  Status Write(Pending p);
+  // Finds the chain's last record in the space: head_seq_, head_hash_, ended_.
+  Status FindHead();
+
+  Space* space_;
+  const Layout* layout_;
+  const std::string writer_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;  // GUARDED_BY(mu_)
+  int64_t next_ticket_ = 1;    // GUARDED_BY(mu_)
+  int64_t written_ = 0;        // GUARDED_BY(mu_): every ticket up to it is done
+  Status error_;               // GUARDED_BY(mu_)
+  bool stop_ = false;          // GUARDED_BY(mu_)
+  // The log thread's own.
+  bool head_known_ = false;
+  int64_t head_seq_ = 0;
+  std::string head_hash_;
+  bool ended_ = false;
+  std::thread thread_;
+};
+
+// The chain's records in the space, in order, one JSON line each.
+Result<std::vector<std::string>> ReadAuditChain(Space* space, const Layout& layout);
+// Writes them to `path` (through a temporary file).
+Status WriteAuditFile(Space* space, const Layout& layout, const std::string& path);
+
+struct AuditVerdict {
+  bool ok = false;
+  int64_t records = 0;
+  int64_t line = 0;                      // the first bad line (1-based), 0 when ok
+  std::string problem;                   // what is wrong with it
+  std::string final_model_sha256;        // the job_end record's
+  std::map<std::string, int64_t> kinds;  // records by kind
+};
+// Checks a chain: every line a record whose hash is its content's, seq 1, 2, ... in order, each
+// prev the hash of the line before, the last one a job_end; with `model_sha256`, that it is the
+// job_end's final model hash.
+AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
+                              const std::string& model_sha256 = "");
+
+}  // namespace acan::runtime

@@ -1,0 +1,147 @@
+// The audit log (audit.h): a chain its writers extend without overwriting one another, and a
+// verifier that finds every kind of tampering (an altered, missing, reordered or inserted
+// record, a chain cut short, another model) and names the first bad line.
+#include "runtime/audit.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "acan/space.h"
+
+namespace acan::runtime {
+namespace {
+
+using json = nlohmann::json;
+
+std::unique_ptr<Space> NewSpace() { return std::move(OpenSpace("mem:").value()); }
+
+// A finished job's chain: a start, `n` version records, an end naming `model`.
+std::vector<std::string> Chain(int n, const std::string& model = std::string(64, 'a')) {
+  auto space = NewSpace();
+  const Layout layout("job");
+  {
+    AuditLog log(space.get(), &layout, "m0");
+    log.Append("job_start", {{"config_sha256", std::string(64, 'c')}});
+    for (int i = 0; i < n; ++i) {
+      log.AppendVersions("versions", {{"step", i}},
+                         {{"l0.w", i + 1, Value::FromString("w" + std::to_string(i))}});
+    }
+    log.Append("job_end", {{"final_model_sha256", model}});
+    EXPECT_TRUE(log.Flush().ok());
+  }
+  return ReadAuditChain(space.get(), layout).value();
+}
+
+// Re-hashes a record after a change, as a forger with the format would.
+std::string Rehash(json r) {
+  r.erase("hash");
+  const std::string body = r.dump();
+  r["hash"] = ValueSha256(Value::FromString(body));
+  return r.dump();
+}
+
+TEST(AuditLogTest, AFinishedJobsChainVerifies) {
+  const auto lines = Chain(5);
+  ASSERT_EQ(lines.size(), 7u);
+  AuditVerdict v = VerifyAuditLines(lines, std::string(64, 'a'));
+  EXPECT_TRUE(v.ok) << v.line << ": " << v.problem;
+  EXPECT_EQ(v.records, 7);
+  EXPECT_EQ(v.kinds["versions"], 5);
+  const json r = json::parse(lines[3]);
+  EXPECT_EQ(r["seq"], 4);
+  EXPECT_EQ(r["by"], "m0");
+  EXPECT_EQ(r["versions"][0]["shard"], "l0.w");
+  EXPECT_EQ(r["versions"][0]["sha256"], ValueSha256(Value::FromString("w2")));
+}
+
+TEST(AuditLogTest, WritersShareOneChainAndNothingFollowsTheEnd) {
+  auto space = NewSpace();
+  const Layout layout("job");
+  {
+    AuditLog a(space.get(), &layout, "m0"), b(space.get(), &layout, "supervisor");
+    std::thread ta([&] {
+      for (int i = 0; i < 40; ++i) a.Append("versions", {{"step", i}});
+    });
+    std::thread tb([&] {
+      for (int i = 0; i < 40; ++i) b.Append("handler_left", {{"handler", i}});
+    });
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(a.Flush().ok());
+    ASSERT_TRUE(b.Flush().ok());
+    a.Append("job_end", {{"final_model_sha256", "x"}});
+    ASSERT_TRUE(a.Flush().ok());
+    b.Append("handler_left", {{"handler", 99}});  // after the end: not recorded
+    ASSERT_TRUE(b.Flush().ok());
+  }
+  // A later writer (a successor) finds the head and still adds nothing after the end.
+  {
+    AuditLog c(space.get(), &layout, "m1");
+    c.Append("lease", {});
+    ASSERT_TRUE(c.Flush().ok());
+  }
+  auto lines = ReadAuditChain(space.get(), layout).value();
+  ASSERT_EQ(lines.size(), 81u);
+  AuditVerdict v = VerifyAuditLines(lines);
+  EXPECT_TRUE(v.ok) << v.line << ": " << v.problem;
+  EXPECT_EQ(v.kinds["versions"], 40);
+  EXPECT_EQ(v.kinds["handler_left"], 40);
+  EXPECT_EQ(json::parse(lines.back())["kind"], "job_end");
+}
+
+TEST(AuditLogTest, EveryKindOfTamperingIsFoundAtItsLine) {
+  const std::vector<std::string> good = Chain(6);
+  auto expect_bad = [](const std::vector<std::string>& lines, int64_t line,
+                       const std::string& words, const std::string& model = "") {
+    AuditVerdict v = VerifyAuditLines(lines, model);
+    EXPECT_FALSE(v.ok);
+    EXPECT_EQ(v.line, line) << v.problem;
+    EXPECT_NE(v.problem.find(words), std::string::npos) << v.problem;
+  };
+  // Altered: a field changed, hash left as it was.
+  auto altered = good;
+  json r = json::parse(altered[3]);
+  r["step"] = 77;
+  altered[3] = r.dump();
+  expect_bad(altered, 4, "altered");
+  // Altered and re-hashed: the next record's prev no longer matches.
+  altered[3] = Rehash(r);
+  expect_bad(altered, 5, "prev is not the hash of line 4");
+  // Missing.
+  auto missing = good;
+  missing.erase(missing.begin() + 2);
+  expect_bad(missing, 3, "seq 4 where 3 was due");
+  // Reordered.
+  auto reordered = good;
+  std::swap(reordered[2], reordered[3]);
+  expect_bad(reordered, 3, "seq 4 where 3 was due");
+  // Inserted: a forged record with its own good hash, chained to the one before.
+  auto inserted = good;
+  json forged = json::parse(good[2]);
+  forged["seq"] = 4;
+  forged["kind"] = "versions";
+  forged["prev"] = json::parse(good[2])["hash"];
+  inserted.insert(inserted.begin() + 3, Rehash(forged));
+  expect_bad(inserted, 5, "seq 4 where 5 was due");
+  // Cut short: the end is gone.
+  auto cut = good;
+  cut.pop_back();
+  expect_bad(cut, 7, "without a job_end");
+  // The start gone (a chain that begins later).
+  auto headless = good;
+  headless.erase(headless.begin());
+  expect_bad(headless, 1, "seq 2 where 1 was due");
+  // Not JSON.
+  auto garbage = good;
+  garbage[1] = "{\"seq\": 2,";
+  expect_bad(garbage, 2, "not a JSON object");
+  // Another model than the one the end names.
+  expect_bad(good, 8, "the job_end record's final model", std::string(64, 'b'));
+  EXPECT_TRUE(VerifyAuditLines(good, std::string(64, 'a')).ok);
+  expect_bad({}, 0, "no records");
+}
+
+}  // namespace
+}  // namespace acan::runtime
