@@ -171,6 +171,7 @@ Status AuditLog::Write(Pending p) {
     }
     fields["versions"] = std::move(list);
   }
+  int lost_swaps = 0;
   for (;;) {
     if (ended_) {
       spdlog::debug("audit log of job '{}': '{}' after the job's end, not recorded", layout_->job(),
@@ -191,13 +192,25 @@ Status AuditLog::Write(Pending p) {
     }
     auto swapped = space_->SwapCell(layout_->AuditRecord(head_seq_ + 1), Value::FromString(line), 0,
                                     Deadline::After(std::chrono::seconds(30)));
-    if (swapped.ok()) {
+    bool ours = swapped.ok();
+    if (!swapped.ok() && swapped.status().IsUnavailable()) {
+      // The swap's outcome was not learnt: the cell says whether it happened.
+      ACAN_ASSIGN_OR_RETURN(Cell c, space_->ReadCell(layout_->AuditRecord(head_seq_ + 1)));
+      if (c.revision == 0) {
+        if (++lost_swaps > 100) return swapped.status();
+        continue;  // not applied: again
+      }
+      ours = c.value.AsString() == line;
+    } else if (!swapped.ok() &&
+               swapped.status().code() != StatusCode::kFailedPrecondition) {
+      return swapped.status();
+    }
+    if (ours) {
       head_seq_ += 1;
       head_hash_ = record["hash"].get<std::string>();
       ended_ = p.kind == "job_end";
       return Status::Ok();
     }
-    if (swapped.status().code() != StatusCode::kFailedPrecondition) return swapped.status();
     // Another writer took this number: its record is the head now.
     ACAN_ASSIGN_OR_RETURN(json theirs, ReadRecord(space_, *layout_, head_seq_ + 1));
     head_seq_ += 1;
