@@ -25,6 +25,7 @@
 #include "common/split_mix.h"
 #include "nn/row_cache.h"
 #include "runtime/artefacts.h"
+#include "runtime/audit.h"
 #include "runtime/chaos_account.h"
 #include "runtime/layout.h"
 #include "runtime/lease.h"
@@ -268,6 +269,31 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   children.push_back({"manager", "m0"});
   children.push_back({"manager", "m1"});
   for (int h = 0; h < a.handlers; ++h) children.push_back({"handler", fmt::format("h{}", h), h});
+  // Permission refusals in a secure deployment are the server's to see: the supervisor of a
+  // private server reads its log and records each in the job's audit log.
+  std::unique_ptr<runtime::AuditLog> refusals_audit;
+  std::jthread refusals;
+  if (auto* ns = dynamic_cast<nats::NatsSpace*>(space->get()); secure && ns && ns->server()) {
+    refusals_audit = std::make_unique<runtime::AuditLog>(commands->get(), &layout, "supervisor");
+    const std::string log = ns->server()->store_dir() + "/nats-server.log";
+    refusals = std::jthread([log, audit = refusals_audit.get()](std::stop_token stop) {
+      std::ifstream in;
+      std::string line;
+      while (!stop.stop_requested()) {
+        if (!in.is_open()) in.open(log);
+        while (in.is_open() && std::getline(in, line)) {
+          if (line.find("Violation") == std::string::npos) continue;
+          // "[pid] date time [ERR] addr - cid:N - "client" - Publish Violation - User "handler",
+          // ..."
+          const size_t what = line.find(" - ", line.find("[ERR]"));
+          audit->Append("permission_refused",
+                        {{"server_log", what == std::string::npos ? line : line.substr(what + 3)}});
+        }
+        in.clear();  // at the end for now: wait for more
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  }
   const auto start = std::chrono::steady_clock::now();
   for (Child& c : children) c.pid = Spawn(command_of(c));
   // Once every child runs (tests/e2e/membership.sh waits for this line to join the job).

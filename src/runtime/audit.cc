@@ -141,7 +141,13 @@ void AuditLog::Loop() {
     lock.lock();
     if (!s.ok() && error_.ok()) {
       error_ = s;
-      spdlog::warn("audit log of job '{}': {}", layout_->job(), s.ToString());
+      // A writer whose process stopped (or crashed, in process) loses what it had queued, as a
+      // killed one would: its successor's lease record covers the versions.
+      if (s.IsCancelled()) {
+        spdlog::debug("audit log of job '{}': {}", layout_->job(), s.ToString());
+      } else {
+        spdlog::warn("audit log of job '{}': {}", layout_->job(), s.ToString());
+      }
     }
     written_ = ticket;
     cv_.notify_all();
@@ -201,8 +207,7 @@ Status AuditLog::Write(Pending p) {
         continue;  // not applied: again
       }
       ours = c.value.AsString() == line;
-    } else if (!swapped.ok() &&
-               swapped.status().code() != StatusCode::kFailedPrecondition) {
+    } else if (!swapped.ok() && swapped.status().code() != StatusCode::kFailedPrecondition) {
       return swapped.status();
     }
     if (ours) {

@@ -37,3 +37,5 @@ print(f"kills: {c['handlers']} handler, {c['manager']} manager, {c['lost_tasks']
       f"(seed {c['seed']}, every {c['interval_s']:.2f} s); bitwise equal, oracle ok; "
       f"extra compute {e['extra_compute_ratio']:.3f}, claims hold: {e['claims_hold']}")
 PY
+# The audit log of a run whose processes were killed: the chain holds and ends with its model.
+"$acan" audit verify "$work/out/audit.jsonl" --model "$work/out/model.safetensors"

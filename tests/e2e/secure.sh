@@ -97,6 +97,12 @@ if grep -q "$dep/.*password\|$(cat "$dep/handler.password")" "$work/secure.log" 
   exit 1
 fi
 
+# The audit log of the secure run: the chain holds and ends with its model.
+"$acan" audit verify "$work/secure/audit.jsonl" --model "$work/secure/model.safetensors"
+refused=$(grep -c '"kind":"permission_refused".*User \\"handler\\"' "$work/secure/audit.jsonl" || true)
+echo "permission refusals in the audit log: $refused"
+[[ $refused -ge 2 ]] || { echo "FAIL: the handler's refused writes are not in the audit log" >&2; exit 1; }
+
 # The model's bytes (windows of 16 from each tensor of the final model, which the manager put
 # as the last version) in each capture: some in plain text, none over TLS.
 /usr/bin/python3 - "$work/plain/model.safetensors" "$work/plain.pcap" "$work/secure.pcap" <<'PY'
