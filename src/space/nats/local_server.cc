@@ -116,6 +116,10 @@ Status LocalNatsServer::Launch() {
     // The server dies with its owner: a killed run never leaves a server behind.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
+    // A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
+    // the run's processes, which leave cleanly through the server, and not the server, which
+    // its owner stops after them.
+    setpgid(0, 0);
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
       dup2(devnull, STDIN_FILENO);

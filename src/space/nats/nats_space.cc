@@ -236,6 +236,7 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   if (cells) {
     cfg.MaxMsgsPerSubject = 1;  // a new revision replaces the old one
     cfg.DenyDelete = true;
+    cfg.DenyPurge = true;  // the lease and the audit log: nobody wipes them
   }
   si = nullptr;
   jerr = static_cast<jsErrCode>(0);

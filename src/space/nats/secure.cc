@@ -216,8 +216,10 @@ std::string Permissions(std::string_view role, const SecureInitOptions& o) {
   if (role == "manager") {
     pub = read_api;
     for (const std::string& st : streams) {
-      for (const char* verb :
-           {"STREAM.CREATE.", "STREAM.UPDATE.", "STREAM.MSG.DELETE.", "STREAM.PURGE."}) {
+      pub.push_back("$JS.API.STREAM.CREATE." + st);
+      // The cells (the lease, the audit log) are neither deleted nor purged, by anyone.
+      if (st == s + "_cells") continue;
+      for (const char* verb : {"STREAM.UPDATE.", "STREAM.MSG.DELETE.", "STREAM.PURGE."}) {
         pub.push_back("$JS.API." + std::string(verb) + st);
       }
     }

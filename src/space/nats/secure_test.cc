@@ -143,6 +143,35 @@ TEST_F(SecureTest, EachRoleWritesOnlyWhatItMay) {
       StatusCode::kPermissionDenied);
 }
 
+TEST_F(SecureTest, NoRoleWipesTheCells) {
+  // The lease and the audit log live in the cells stream: not even a manager purges or deletes.
+  ASSERT_TRUE(manager_
+                  ->SwapCell(Key::Parse("job.audit.a1").value(), Value::FromString("r1"), 0,
+                             Deadline::After(std::chrono::seconds(5)))
+                  .ok());
+  auto creds = LoadRoleCredentials(*dir_, "manager");
+  ASSERT_TRUE(creds.ok());
+  natsOptions* opts = nullptr;
+  ASSERT_EQ(natsOptions_Create(&opts), NATS_OK);
+  natsOptions_SetURL(opts, url_->c_str());
+  ASSERT_TRUE(ApplyCredentials(opts, *creds).ok());
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_Connect(&nc, opts), NATS_OK);
+  jsCtx* js = nullptr;
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = 1000;
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, &jo), NATS_OK);
+  EXPECT_NE(js_PurgeStream(js, "acan_cells", nullptr, nullptr), NATS_OK);
+  EXPECT_NE(js_DeleteMsg(js, "acan_cells", 1, nullptr, nullptr), NATS_OK);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  natsOptions_Destroy(opts);
+  auto cell = manager_->ReadCell(Key::Parse("job.audit.a1").value());
+  ASSERT_TRUE(cell.ok());
+  EXPECT_EQ(cell->value.AsString(), "r1");
+}
+
 TEST_F(SecureTest, ClientsThatDoNotBelongAreRefusedWithTheCause) {
   // A client with no deployment files: the server demands TLS (libnats then tries it, and
   // cannot verify the server with the system's CAs).
