@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -159,7 +160,11 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   }
   // In a secure deployment the supervisor makes the streams and watches every put: a manager's
   // rights (its children get their own roles below).
-  if (uri.find("secure=") != std::string::npos && uri.find("role=") == std::string::npos) {
+  // (secure=DIR in the URI, or ACAN_NATS_SECURE, which the children inherit.)
+  const char* secure_env = std::getenv("ACAN_NATS_SECURE");
+  const bool secure_run =
+      uri.find("secure=") != std::string::npos || (secure_env != nullptr && *secure_env != '\0');
+  if (secure_run && uri.find("role=") == std::string::npos) {
     uri += std::string(uri.find('?') == std::string::npos ? "?" : "&") + "role=manager";
   }
   auto space = OpenSpace(uri);
@@ -188,7 +193,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // full robustness experiment is the kernel reaping the process: docs/benchmarks.md.)
   // A secure deployment's URI (secure=DIR): each process presents its own role's credentials;
   // the supervisor's death notices and lease reads are a manager's.
-  const bool secure = child_uri.find("secure=") != std::string::npos;
+  const bool secure = secure_run;
   auto as_role = [&](std::string_view role) {
     if (!secure) return child_uri;
     return fmt::format("{}{}role={}", child_uri,

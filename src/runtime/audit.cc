@@ -169,14 +169,32 @@ Status AuditLog::FindHead() {
 
 Status AuditLog::Write(Pending p) {
   if (!head_known_) ACAN_RETURN_IF_ERROR(FindHead());
-  json fields = std::move(p.fields);
-  if (!p.versions.empty()) {
-    json list = json::array();
-    for (const auto& [shard, version, value] : p.versions) {
-      list.push_back({{"shard", shard}, {"version", version}, {"sha256", ValueSha256(value)}});
+  if (p.versions.empty()) return WriteRecord(p.kind, std::move(p.fields), p.time);
+  // A record holds what fits a cell: many shards take several parts, numbered.
+  constexpr size_t kPartBytes = kMaxCellBytes / 2;
+  std::vector<json> parts(1, json::array());
+  size_t bytes = 0;
+  for (const auto& [shard, version, value] : p.versions) {
+    json entry = {{"shard", shard}, {"version", version}, {"sha256", ValueSha256(value)}};
+    const size_t size = entry.dump().size();
+    if (bytes + size > kPartBytes && !parts.back().empty()) {
+      parts.emplace_back(json::array());
+      bytes = 0;
     }
-    fields["versions"] = std::move(list);
+    parts.back().push_back(std::move(entry));
+    bytes += size;
   }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    json fields = p.fields;
+    fields["versions"] = std::move(parts[i]);
+    if (parts.size() > 1) fields["part"] = fmt::format("{}/{}", i + 1, parts.size());
+    ACAN_RETURN_IF_ERROR(WriteRecord(p.kind, std::move(fields), p.time));
+  }
+  return Status::Ok();
+}
+
+Status AuditLog::WriteRecord(const std::string& kind, json fields, const std::string& time) {
+  Pending p{0, kind, {}, {}, time};
   int lost_swaps = 0;
   for (;;) {
     if (ended_) {

@@ -11,6 +11,7 @@
 //   lease           the writer took the job's lease (takeover: a predecessor held it), and the
 //                   versions it found, each with its content's SHA-256
 //   versions        step: every shard's version after the step, with its content's SHA-256
+//                   (in numbered parts, "part": "i/n", when they do not fit one cell)
 //   handler_joined, handler_left   handler (id), incarnation (joined)
 //   permission_refused             what the server refused, to whom (from the server's log)
 //   job_end         final_model_sha256 (nn::ModelSha256: the safetensors file's tensors)
@@ -69,6 +70,7 @@ class AuditLog {
   int64_t last_ticket() const;
   void Loop();
   Status Write(Pending p);
+  Status WriteRecord(const std::string& kind, nlohmann::json fields, const std::string& time);
   // Finds the chain's last record in the space: head_seq_, head_hash_, ended_.
   Status FindHead();
 

@@ -3,6 +3,7 @@
 // record, a chain cut short, another model) and names the first bad line.
 #include "runtime/audit.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,33 @@ TEST(AuditLogTest, AFinishedJobsChainVerifies) {
   EXPECT_EQ(r["by"], "m0");
   EXPECT_EQ(r["versions"][0]["shard"], "l0.w");
   EXPECT_EQ(r["versions"][0]["sha256"], ValueSha256(Value::FromString("w2")));
+}
+
+TEST(AuditLogTest, ManyShardsTakeNumberedPartsThatEachFitACell) {
+  auto space = NewSpace();
+  const Layout layout("job");
+  std::vector<std::tuple<std::string, int64_t, Value>> shards;
+  for (int i = 0; i < 2000; ++i) {
+    shards.emplace_back("l" + std::to_string(i) + ".w", 7, Value::FromString(std::to_string(i)));
+  }
+  {
+    AuditLog log(space.get(), &layout, "m0");
+    log.AppendVersions("versions", {{"step", 6}}, std::move(shards));
+    log.Append("job_end", {{"final_model_sha256", "x"}});
+    ASSERT_TRUE(log.Flush().ok());
+  }
+  auto lines = ReadAuditChain(space.get(), layout).value();
+  ASSERT_GT(lines.size(), 3u);
+  EXPECT_TRUE(VerifyAuditLines(lines).ok);
+  size_t entries = 0;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    EXPECT_LE(lines[i].size(), kMaxCellBytes);
+    const json r = json::parse(lines[i]);
+    EXPECT_EQ(r["step"], 6);
+    EXPECT_EQ(r["part"], fmt::format("{}/{}", i + 1, lines.size() - 1));
+    entries += r["versions"].size();
+  }
+  EXPECT_EQ(entries, 2000u);
 }
 
 TEST(AuditLogTest, WritersShareOneChainAndNothingFollowsTheEnd) {
