@@ -26,6 +26,14 @@
 #include "runtime/supervisor.h"
 #include "runtime/training.h"
 
+namespace {
+// spdlog's registry (a function-local static of libspdlog) made while the program is still one
+// thread: a program that starts RunManager and RunHandler on threads of its own at once would
+// otherwise have both make it, which ThreadSanitizer cannot see synchronised inside the
+// uninstrumented library (ApiTest.StopTokensEndTheRolesEarly under TSan).
+[[maybe_unused]] const spdlog::logger* const kLoggerAtLoad = spdlog::default_logger_raw();
+}  // namespace
+
 namespace acan {
 
 namespace {

@@ -29,7 +29,7 @@ capture() {
 }
 stop_capture() { kill -INT "$cap"; wait "$cap" 2>/dev/null || true; }
 
-small_job "$work/job.toml" data 2 0 800 2
+small_job "$work/job.toml" data 2 0 480 2
 dep="$work/deployment"
 "$acan" secure init "$dep" > /dev/null
 
