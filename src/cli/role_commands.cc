@@ -175,8 +175,10 @@ int RunManagerCommand(const ManagerArgs& a) {
     (void)runtime::WriteReportOrWarn(a.out);
     if (!a.quiet) {
       const bool reported = fs::exists(fs::path(a.out) / "report.html");
-      fmt::print("artefacts: {0}/model.safetensors, {0}/summary.json, {0}/metrics.csv{1}\n", a.out,
-                 reported ? fmt::format(", {}/report.html", a.out) : "");
+      fmt::print(
+          "artefacts: {0}/model.safetensors, {0}/summary.json, {0}/metrics.csv, "
+          "{0}/audit.jsonl{1}\n",
+          a.out, reported ? fmt::format(", {}/report.html", a.out) : "");
     }
   }
   return 0;

@@ -112,10 +112,11 @@ void PrintOutcome(const TrainResult& r, const std::string& out_dir) {
   }
   const bool traced = r.record && r.record->run.trace;
   const bool reported = std::filesystem::exists(std::filesystem::path(out_dir) / "report.html");
-  std::printf("artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv%s%s\n",
-              out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
-              reported ? (", " + out_dir + "/report.html").c_str() : "",
-              traced ? (", " + out_dir + "/trace.json").c_str() : "");
+  std::printf(
+      "artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv, %s/audit.jsonl%s%s\n",
+      out_dir.c_str(), out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
+      reported ? (", " + out_dir + "/report.html").c_str() : "",
+      traced ? (", " + out_dir + "/trace.json").c_str() : "");
 }
 
 Result<TrainResult> TrainAndReport(const JobConfig& job, runtime::RunOptions options,

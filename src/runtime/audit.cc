@@ -109,10 +109,12 @@ int64_t AuditLog::Append(std::string kind, json fields) {
 }
 
 int64_t AuditLog::AppendVersions(std::string kind, json fields,
-                                 std::vector<std::tuple<std::string, int64_t, Value>> versions) {
+                                 std::vector<std::tuple<std::string, int64_t, Value>> versions,
+                                 bool hash) {
   std::lock_guard lock(mu_);
   const int64_t ticket = next_ticket_++;
-  queue_.push_back({ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339()});
+  queue_.push_back(
+      {ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339(), hash});
   cv_.notify_all();
   return ticket;
 }
@@ -175,7 +177,8 @@ Status AuditLog::Write(Pending p) {
   std::vector<json> parts(1, json::array());
   size_t bytes = 0;
   for (const auto& [shard, version, value] : p.versions) {
-    json entry = {{"shard", shard}, {"version", version}, {"sha256", ValueSha256(value)}};
+    json entry = {{"shard", shard}, {"version", version}};
+    if (p.hash) entry["sha256"] = ValueSha256(value);
     const size_t size = entry.dump().size();
     if (bytes + size > kPartBytes && !parts.back().empty()) {
       parts.emplace_back(json::array());

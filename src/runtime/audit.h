@@ -10,8 +10,10 @@
 //   job_start       config_sha256 (of the job file as made), initial_model_sha256
 //   lease           the writer took the job's lease (takeover: a predecessor held it), and the
 //                   versions it found, each with its content's SHA-256
-//   versions        step: every shard's version after the step, with its content's SHA-256
-//                   (in numbered parts, "part": "i/n", when they do not fit one cell)
+//   versions        step: each version written for the step (shard, version), with its
+//                   content's SHA-256 every Manager::kAuditHashEvery steps and at the last
+//                   (hashing every version of every step cost the flagship run 1.3x); in
+//                   numbered parts ("part": "i/n") when they do not fit one cell
 //   handler_joined, handler_left   handler (id), incarnation (joined)
 //   permission_refused             what the server refused, to whom (from the server's log)
 //   job_end         final_model_sha256 (nn::ModelSha256: the safetensors file's tensors)
@@ -51,9 +53,10 @@ class AuditLog {
   // Queues a record; returns its ticket (for WaitWritten).
   int64_t Append(std::string kind, nlohmann::json fields);
   // Queues a record whose field `versions` lists each (shard, version, value) as {shard,
-  // version, sha256}, hashed on the log's thread.
+  // version, sha256}, hashed on the log's thread; without `hash`, as {shard, version}.
   int64_t AppendVersions(std::string kind, nlohmann::json fields,
-                         std::vector<std::tuple<std::string, int64_t, Value>> versions);
+                         std::vector<std::tuple<std::string, int64_t, Value>> versions,
+                         bool hash = true);
   // Waits until every record up to `ticket` is in the space (or dropped: after a job_end, or on
   // an error, which it returns). 0: nothing to wait for.
   Status WaitWritten(int64_t ticket);
@@ -66,6 +69,7 @@ class AuditLog {
     nlohmann::json fields;
     std::vector<std::tuple<std::string, int64_t, Value>> versions;
     std::string time;
+    bool hash = true;
   };
   int64_t last_ticket() const;
   void Loop();

@@ -649,7 +649,8 @@ Status Manager::FinalizeSteps() {
       // record covers this one's versions if it dies before its record is in).
       ACAN_RETURN_IF_ERROR(audit_->WaitWritten(audited_step_ticket_));
       audited_step_ticket_ =
-          audit_->AppendVersions("versions", {{"step", st.step}}, versions_.TakeWritten());
+          audit_->AppendVersions("versions", {{"step", st.step}}, versions_.TakeWritten(),
+                                 st.step % kAuditHashEvery == 0 || st.step + 1 == total_steps_);
     }
     ACAN_RETURN_IF_ERROR(SaveState());
     DropStaleVersions(st);
