@@ -132,7 +132,9 @@ class NatsSpace final : public Space {
   // counted, so that the call waiting for its acknowledgement fails as PermissionDenied.
   static void OnAsyncError(natsConnection*, natsSubscription*, natsStatus err, void* closure);
   // PermissionDenied with the server's words when a permission violation arrived after
-  // `violations_before` (a count of violations_), else Ok.
+  // `violations_before` (a count of violations_), else Ok. The server's error names no request:
+  // a request of another thread that fails in the same moment is told the same (a client whose
+  // role allows what it does is never refused, so this happens only to one that tries more).
   Status RefusedSince(uint64_t violations_before, std::string_view what) const;
   // `cells`: one message a subject, no deletes.
   Status EnsureStream(const std::string& name, const std::string& subjects, bool cells = false);
