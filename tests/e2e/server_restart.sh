@@ -13,7 +13,7 @@ source "$(dirname "$0")/small_job.sh"
 trap stop_started EXIT
 fail() { echo "FAIL: $*" >&2; tail -n 20 "$work"/*.log >&2 || true; exit 1; }
 
-small_job "$work/job.toml" data 2 0 4000  # 1000 steps
+small_job "$work/job.toml" data 2 0 2000  # 500 steps
 "$acan" train "$work/job.toml" --out "$work/mem" --quiet
 want=$(weights_of "$work/mem/summary.json")
 
@@ -44,7 +44,7 @@ got=$(weights_of "$work/run/summary.json")
 /usr/bin/python3 - "$work/run/summary.json" "$work/run/metrics.csv" <<'PY'
 import csv, json, sys
 s = json.load(open(sys.argv[1]))
-assert s["steps"] == 1000, s["steps"]
+assert s["steps"] == 500, s["steps"]
 # A row is written at a step's end at most every 0.5 s: the pause is the longest gap.
 rows = list(csv.DictReader(open(sys.argv[2])))
 gaps = sorted(float(b["t_s"]) - float(a["t_s"]) for a, b in zip(rows, rows[1:]))
