@@ -105,6 +105,11 @@ std::string Describe(int wstatus) {
   return "stopped";
 }
 
+// `uri` with the parameter `kv` ("key=value") added.
+std::string WithParam(const std::string& uri, const std::string& kv) {
+  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + kv;
+}
+
 // A private row cache directory for the run's children, removed with its files when the run
 // ends. Fill loads the job's rows into it; a machine where no temporary directory can be made
 // leaves it empty, and each child holds its own copy as without one.
@@ -155,18 +160,15 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // nats:local: this process starts the server (in the run directory) and the children connect
   // to it by its address.
   if (uri == "nats:local" || uri.starts_with("nats:local?")) {
-    uri += std::string(uri.find('?') == std::string::npos ? "?" : "&") +
-           "dir=" + (fs::absolute(a.out) / "nats").string();
+    uri = WithParam(uri, "dir=" + (fs::absolute(a.out) / "nats").string());
   }
   // In a secure deployment the supervisor makes the streams and watches every put: a manager's
   // rights (its children get their own roles below).
   // (secure=DIR in the URI, or ACAN_NATS_SECURE, which the children inherit.)
   const char* secure_env = std::getenv("ACAN_NATS_SECURE");
-  const bool secure_run =
+  const bool secure =
       uri.find("secure=") != std::string::npos || (secure_env != nullptr && *secure_env != '\0');
-  if (secure_run && uri.find("role=") == std::string::npos) {
-    uri += std::string(uri.find('?') == std::string::npos ? "?" : "&") + "role=manager";
-  }
+  if (secure && uri.find("role=") == std::string::npos) uri = WithParam(uri, "role=manager");
   auto space = OpenSpace(uri);
   if (!space.ok()) return Fail(space.status());
   std::string child_uri = uri;
@@ -193,11 +195,8 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // full robustness experiment is the kernel reaping the process: docs/benchmarks.md.)
   // A secure deployment's URI (secure=DIR): each process presents its own role's credentials;
   // the supervisor's death notices and lease reads are a manager's.
-  const bool secure = secure_run;
   auto as_role = [&](std::string_view role) {
-    if (!secure) return child_uri;
-    return fmt::format("{}{}role={}", child_uri,
-                       child_uri.find('?') == std::string::npos ? "?" : "&", role);
+    return secure ? WithParam(child_uri, fmt::format("role={}", role)) : child_uri;
   };
   auto commands = OpenSpace(as_role("manager"));
   if (!commands.ok()) return Fail(commands.status());

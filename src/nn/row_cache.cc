@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,15 +30,6 @@ struct Header {
   char stats_sha256[64];
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
-
-std::string Sha256Text(const std::string& text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
-  return hex;
-}
 
 // "path size mtime" of a data file, or "path missing": a changed file makes another key.
 std::string FileStamp(const std::string& path) {
@@ -105,7 +95,7 @@ std::string RowCacheKey(const JobConfig& job) {
       break;
     }
   }
-  return Sha256Text(recipe);
+  return BytesSha256(recipe);
 }
 
 Status WriteRowCache(const std::string& dir, const std::string& key, const CachedRows& rows) {

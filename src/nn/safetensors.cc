@@ -192,7 +192,7 @@ template <typename Parts>
 std::string Sha256Hex(const Parts& parts) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  for (std::span<const float> p : parts) EVP_DigestUpdate(ctx.get(), p.data(), p.size_bytes());
+  for (const auto& p : parts) EVP_DigestUpdate(ctx.get(), p.data(), p.size_bytes());
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);
@@ -214,6 +214,10 @@ std::string TensorsSha256(const TensorMap& tensors) {
 
 std::string FloatsSha256(std::initializer_list<std::span<const float>> parts) {
   return Sha256Hex(parts);
+}
+
+std::string BytesSha256(std::string_view bytes) {
+  return Sha256Hex(std::initializer_list<std::span<const char>>{{bytes.data(), bytes.size()}});
 }
 
 }  // namespace acan::nn

@@ -31,5 +31,7 @@ Status WriteSafetensors(const std::string& path, const TensorMap& tensors);
 std::string TensorsSha256(const TensorMap& tensors);
 // SHA-256 (hex) of the bytes of `parts`, one after the other.
 std::string FloatsSha256(std::initializer_list<std::span<const float>> parts);
+// SHA-256 (hex) of `bytes`.
+std::string BytesSha256(std::string_view bytes);
 
 }  // namespace acan::nn

@@ -1,13 +1,14 @@
 #include "runtime/audit.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+
+#include "nn/safetensors.h"
 
 namespace acan::runtime {
 namespace {
@@ -16,30 +17,11 @@ using json = nlohmann::json;
 
 const std::string kNoHash(64, '0');
 
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * len);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
-}
-
-std::string Sha256(const void* data, size_t size) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data, size, md, &len, EVP_sha256(), nullptr);
-  return Hex(md, len);
-}
-
 // The record's hash: SHA-256 of its canonical encoding without the "hash" field.
 std::string RecordHash(const json& record) {
   json body = record;
   body.erase("hash");
-  const std::string text = body.dump();
-  return Sha256(text.data(), text.size());
+  return nn::BytesSha256(body.dump());
 }
 
 std::string NowRfc3339() {
@@ -90,7 +72,9 @@ Result<int64_t> CountRecords(Space* space, const Layout& layout) {
 
 }  // namespace
 
-std::string ValueSha256(const Value& value) { return Sha256(value.data(), value.size()); }
+std::string ValueSha256(const Value& value) {
+  return nn::BytesSha256({reinterpret_cast<const char*>(value.data()), value.size()});
+}
 
 AuditLog::AuditLog(Space* space, const Layout* layout, std::string writer)
     : space_(space), layout_(layout), writer_(std::move(writer)), thread_([this] { Loop(); }) {}

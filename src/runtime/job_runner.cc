@@ -92,9 +92,6 @@ RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t h
 Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                          const RunOptions& options, const RunHooks& hooks) {
   if (options.handlers < 1) return Status::InvalidArgument("handlers must be at least 1");
-  // spdlog builds its registry on first use; do it here, before the run's threads may log at
-  // once (its lazy construction inside the uninstrumented library is a race to ThreadSanitizer).
-  (void)spdlog::default_logger_raw();
   if (options.window < 1) return Status::InvalidArgument("window must be at least 1");
   if (options.adapt_task_size && job.partition.strategy == Strategy::kChain) {
     return Status::InvalidArgument(

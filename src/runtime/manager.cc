@@ -367,7 +367,7 @@ Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
 Status Manager::OnDone(const Tuple& tuple) {
   auto parsed = layout_.Parse(tuple.key);
   if (parsed.ok() && parsed->kind == KeyKind::kRestartNotice) {
-    ACAN_RETURN_IF_ERROR(AuditHandler(tuple, parsed->handler));
+    ACAN_RETURN_IF_ERROR(AuditHandler(parsed->handler));
     return CheckClaimsNow();
   }
   if (!parsed.ok() || parsed->kind != KeyKind::kDone) {
@@ -794,11 +794,10 @@ Status Manager::AuditLease() {
   return Status::Ok();
 }
 
-Status Manager::AuditHandler(const Tuple& notice, int handler) {
+Status Manager::AuditHandler(int handler) {
   if (!audit_) return Status::Ok();
   // A notice says handler `handler` came back or went: its alive tuple says which.
   ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
-  (void)notice;
   if (alive.has_value()) {
     auto v = alive->value.As<int64_t>();
     audit_->Append("handler_joined",

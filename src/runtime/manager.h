@@ -155,7 +155,7 @@ class Manager {
   // The audit log's records of this incarnation: the lease it took, each step's versions, the
   // handlers it hears of, the job's end. Made when it takes the lease.
   Status AuditLease();
-  Status AuditHandler(const Tuple& notice, int handler);
+  Status AuditHandler(int handler);
   Status AuditEnd();
   std::unique_ptr<AuditLog> audit_;
   // Steps whose versions record carries their contents' SHA-256 (and the last): hashing every

@@ -28,9 +28,9 @@
 
 namespace {
 // spdlog's registry (a function-local static of libspdlog) made while the program is still one
-// thread: a program that starts RunManager and RunHandler on threads of its own at once would
-// otherwise have both make it, which ThreadSanitizer cannot see synchronised inside the
-// uninstrumented library (ApiTest.StopTokensEndTheRolesEarly under TSan).
+// thread, for RunJob, RunManager and RunHandler alike: threads that log first at once would
+// otherwise all make it, which ThreadSanitizer cannot see synchronised inside the uninstrumented
+// library (ApiTest.StopTokensEndTheRolesEarly under TSan).
 [[maybe_unused]] const spdlog::logger* const kLoggerAtLoad = spdlog::default_logger_raw();
 }  // namespace
 
@@ -251,8 +251,6 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
                                  const ManagerOptions& options) {
   ACAN_RETURN_IF_ERROR(ValidateJob(job));
   ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(options.job_id));
-  // spdlog's registry before any thread of ours may log (see RunJob).
-  (void)spdlog::default_logger_raw();
   if (options.handlers_read_data) {
     // Handlers load their copy of the data while this manager loads its own (JoinJob).
     ACAN_ASSIGN_OR_RETURN(auto made, space.Read(layout.JobDescriptor()));

@@ -21,9 +21,10 @@
 //    Subscriptions are never destroyed while the connection is open: libnats 3.4.1 can crash when
 //    one is destroyed while a message for it is being delivered (nats.c issue 637, fixed in 3.5).
 //  - A cell is the last message on <stream>.r.<key> in the stream <stream>_cells, which keeps one
-//    message a subject (a JetStream KV bucket's layout) and allows no deletes or purges; its revision is
-//    the message's sequence. SwapCell publishes with the expected last sequence of the subject
-//    (none for revision 0), so the server lets exactly one of two swaps from a revision through.
+//    message a subject (a JetStream KV bucket's layout) and allows no deletes or purges; its
+//    revision is the message's sequence. SwapCell publishes with the expected last sequence of the
+//    subject (none for revision 0), so the server lets exactly one of two swaps from a revision
+//    through.
 //  - Requests that fail because the connection is down are retried until the call's deadline
 //    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples.
 // Thread-safe: one connection shared by every thread of the process.

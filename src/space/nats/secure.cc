@@ -156,24 +156,37 @@ Result<CertPtr> MakeCert(const CertSpec& spec, EVP_PKEY* key, X509* issuer, EVP_
   return cert;
 }
 
+// The PEM certificate (or key) at `path`, `what` naming it in errors ("the CA certificate");
+// a file that is not one is a `malformed` error.
+Result<CertPtr> ReadCert(const std::string& path, const std::string& what,
+                         StatusCode malformed = StatusCode::kDataLoss) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    return Status::NotFound(
+        fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
+  }
+  CertPtr cert(PEM_read_X509(f, nullptr, nullptr, nullptr), X509_free);
+  std::fclose(f);
+  if (!cert) return Status(malformed, OpenSslError(fmt::format("{} '{}' is not PEM", what, path)));
+  return cert;
+}
+
+Result<KeyPtr> ReadKey(const std::string& path, const std::string& what,
+                       StatusCode malformed = StatusCode::kDataLoss) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    return Status::NotFound(
+        fmt::format("cannot open {} '{}': {}", what, path, std::strerror(errno)));
+  }
+  KeyPtr key(PEM_read_PrivateKey(f, nullptr, nullptr, nullptr), EVP_PKEY_free);
+  std::fclose(f);
+  if (!key) return Status(malformed, OpenSslError(fmt::format("{} '{}' is not PEM", what, path)));
+  return key;
+}
+
 Result<std::pair<CertPtr, KeyPtr>> ReadCa(const std::string& dir) {
-  const std::string cert_path = In(dir, "ca.pem"), key_path = In(dir, "ca-key.pem");
-  std::FILE* cf = std::fopen(cert_path.c_str(), "r");
-  if (cf == nullptr) {
-    return Status::NotFound(
-        fmt::format("cannot open the CA certificate '{}': {}", cert_path, std::strerror(errno)));
-  }
-  CertPtr cert(PEM_read_X509(cf, nullptr, nullptr, nullptr), X509_free);
-  std::fclose(cf);
-  if (!cert) return Status::DataLoss(OpenSslError("'" + cert_path + "' is not a PEM certificate"));
-  std::FILE* kf = std::fopen(key_path.c_str(), "r");
-  if (kf == nullptr) {
-    return Status::NotFound(
-        fmt::format("cannot open the CA key '{}': {}", key_path, std::strerror(errno)));
-  }
-  KeyPtr key(PEM_read_PrivateKey(kf, nullptr, nullptr, nullptr), EVP_PKEY_free);
-  std::fclose(kf);
-  if (!key) return Status::DataLoss(OpenSslError("'" + key_path + "' is not a PEM private key"));
+  ACAN_ASSIGN_OR_RETURN(CertPtr cert, ReadCert(In(dir, "ca.pem"), "the CA certificate"));
+  ACAN_ASSIGN_OR_RETURN(KeyPtr key, ReadKey(In(dir, "ca-key.pem"), "the CA key"));
   return std::make_pair(std::move(cert), std::move(key));
 }
 
@@ -354,17 +367,8 @@ Result<RoleCredentials> LoadRoleCredentials(const std::string& dir, std::string_
 }
 
 Status CheckCredentials(const RoleCredentials& c) {
-  std::FILE* f = std::fopen(c.cert_file.c_str(), "r");
-  if (f == nullptr) {
-    return Status::NotFound(fmt::format("cannot open the {} certificate '{}': {}", c.role,
-                                        c.cert_file, std::strerror(errno)));
-  }
-  CertPtr cert(PEM_read_X509(f, nullptr, nullptr, nullptr), X509_free);
-  std::fclose(f);
-  if (!cert) {
-    return Status::InvalidArgument(
-        OpenSslError(fmt::format("the {} certificate '{}' is not PEM", c.role, c.cert_file)));
-  }
+  ACAN_ASSIGN_OR_RETURN(CertPtr cert, ReadCert(c.cert_file, "the " + c.role + " certificate",
+                                               StatusCode::kInvalidArgument));
   auto when = [](const ASN1_TIME* t) {
     std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
     ASN1_TIME_print(bio.get(), t);
@@ -382,14 +386,9 @@ Status CheckCredentials(const RoleCredentials& c) {
                                                 c.role, c.cert_file,
                                                 when(X509_get0_notBefore(cert.get()))));
   }
-  std::FILE* kf = std::fopen(c.key_file.c_str(), "r");
-  if (kf == nullptr) {
-    return Status::NotFound(
-        fmt::format("cannot open the {} key '{}': {}", c.role, c.key_file, std::strerror(errno)));
-  }
-  KeyPtr key(PEM_read_PrivateKey(kf, nullptr, nullptr, nullptr), EVP_PKEY_free);
-  std::fclose(kf);
-  if (!key || X509_check_private_key(cert.get(), key.get()) != 1) {
+  ACAN_ASSIGN_OR_RETURN(
+      KeyPtr key, ReadKey(c.key_file, "the " + c.role + " key", StatusCode::kInvalidArgument));
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
     ERR_clear_error();
     return Status::InvalidArgument(
         fmt::format("the {} key '{}' is not the key of '{}'", c.role, c.key_file, c.cert_file));
