@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,11 +33,9 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   verify->add_option("--model", a->model, "The run's model.safetensors: must be the job_end's")
       ->check(CLI::ExistingFile);
   verify->callback([a, exit_code] {
-    std::ifstream in(a->file, std::ios::binary);
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    if (in.bad()) {
-      std::fprintf(stderr, "acan audit verify: cannot read '%s'\n", a->file.c_str());
+    auto lines = runtime::ReadAuditFile(a->file);
+    if (!lines.ok()) {
+      std::fprintf(stderr, "acan audit verify: %s\n", lines.status().ToString().c_str());
       *exit_code = 2;
       return;
     }
@@ -52,7 +49,7 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
       }
       model_sha = nn::TensorsSha256(*tensors);  // what nn::ModelSha256 hashes
     }
-    const runtime::AuditVerdict v = runtime::VerifyAuditLines(lines, model_sha);
+    const runtime::AuditVerdict v = runtime::VerifyAuditLines(*lines, model_sha);
     if (!v.ok) {
       std::fprintf(stderr, "acan audit verify: %s:%lld: %s\n", a->file.c_str(),
                    static_cast<long long>(v.line), v.problem.c_str());

@@ -110,7 +110,8 @@ Result<Dataset> ParseCsv(std::string_view text, std::string_view source, const C
 }
 
 Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& opts) {
-  ACAN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "CSV file", "check data.path"));
+  ACAN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "CSV file", Limits().data_file_bytes,
+                                                        "check data.path"));
   return ParseCsv(text, path, opts);
 }
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/limits.h"
+
 namespace acan::nn {
 namespace {
 
@@ -53,6 +55,12 @@ Result<std::vector<uint8_t>> ReadMaybeGzip(const std::string& path) {
                               std::to_string(out.size()) + " decompressed bytes (" + msg + ")");
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > Limits().data_file_bytes) {
+      gzclose(f);
+      return Status::ResourceExhausted(
+          path + " holds more than " + std::to_string(Limits().data_file_bytes) +
+          " bytes (decompressed), over the limit for a data file (docs/operations.md, Limits)");
+    }
     out.insert(out.end(), buf, buf + n);
   }
   int errnum = 0;

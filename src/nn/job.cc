@@ -461,7 +461,8 @@ Result<JobConfig> ParseJobString(std::string_view text, std::string_view source_
 }
 
 Result<JobConfig> ParseJobFile(const std::string& path) {
-  ACAN_ASSIGN_OR_RETURN(std::string text, nn::ReadWholeFile(path, "job file"));
+  ACAN_ASSIGN_OR_RETURN(std::string text,
+                        nn::ReadWholeFile(path, "job file", Limits().job_file_bytes));
   ACAN_ASSIGN_OR_RETURN(JobConfig job, ParseJobString(text, path));
   const size_t slash = path.find_last_of('/');
   job.base_dir = slash == std::string::npos ? "" : path.substr(0, slash);

@@ -136,7 +136,8 @@ Result<TensorMap> ParseSafetensors(std::span<const uint8_t> bytes, std::string_v
 }
 
 Result<TensorMap> ReadSafetensors(const std::string& path) {
-  ACAN_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path, "model file"));
+  ACAN_ASSIGN_OR_RETURN(std::string bytes,
+                        ReadWholeFile(path, "model file", Limits().model_file_bytes));
   return ParseSafetensors(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
                           path);
 }

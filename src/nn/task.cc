@@ -1,5 +1,6 @@
 #include "nn/task.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace acan::nn {
@@ -122,7 +123,14 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
             layers >= 1 && t.layer >= 0 && t.layer < layers && t.layer_end >= 0 &&
             t.layer_end <= layers && t.rows >= 0 && t.batch >= 1 && t.parts >= 0 && t.block >= 0 &&
             t.r0 >= 0 && t.r0 <= t.r1 && t.c0 >= 0 && t.c0 <= t.c1;
-  for (int64_t w : t.widths) ok = ok && w >= 1;
+  // Every size bounded before any is multiplied (docs/operations.md, "Limits"): a task's tensor
+  // is at most kMaxTaskElements floats, whatever its message says.
+  ok = ok && layers <= kMaxTaskLayers && t.rows <= kMaxTaskElements && t.batch <= kMaxTaskElements;
+  for (int64_t w : t.widths) {
+    ok = ok && w >= 1 && w <= kMaxTaskElements &&
+         std::max<int64_t>(t.rows, 1) <= kMaxTaskElements / w;
+  }
+  for (int l = 0; ok && l < layers; ++l) ok = t.widths[l] <= kMaxTaskElements / t.widths[l + 1];
   if (ok) ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];
   if (!ok) {
     return Status::InvalidArgument("task \"" + t.key +

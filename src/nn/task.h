@@ -71,6 +71,11 @@ struct TaskSpec {
   int NumLayers() const { return static_cast<int>(widths.size()) - 1; }
 };
 
+// The largest task DecodeTask accepts: layers, and floats in any one of its tensors (rows x a
+// width, a weight): 2^31, 8 GiB.
+inline constexpr int kMaxTaskLayers = 256;
+inline constexpr int64_t kMaxTaskElements = int64_t{1} << 31;
+
 // Compact JSON; DecodeTask(EncodeTask(t)) == t field for field.
 std::string EncodeTask(const TaskSpec& task);
 Result<TaskSpec> DecodeTask(std::string_view bytes);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "nn/read_file.h"
 #include "nn/safetensors.h"
 
 namespace acan::runtime {
@@ -254,6 +255,19 @@ Status WriteAuditFile(Space* space, const Layout& layout, const std::string& pat
         fmt::format("cannot rename '{}' to '{}': {}", tmp, path, ec.message()));
   }
   return Status::Ok();
+}
+
+Result<std::vector<std::string>> ReadAuditFile(const std::string& path) {
+  ACAN_ASSIGN_OR_RETURN(std::string text,
+                        nn::ReadWholeFile(path, "audit log", Limits().audit_file_bytes));
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    lines.emplace_back(text, at, end - at);
+    at = end + 1;
+  }
+  return lines;
 }
 
 AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,

@@ -101,6 +101,10 @@ Result<std::vector<std::string>> ReadAuditChain(Space* space, const Layout& layo
 // Writes them to `path` (through a temporary file).
 Status WriteAuditFile(Space* space, const Layout& layout, const std::string& path);
 
+// An audit.jsonl's lines (a final newline ends the last line; none is needed). A file over
+// Limits().audit_file_bytes is ResourceExhausted, before it is read.
+Result<std::vector<std::string>> ReadAuditFile(const std::string& path);
+
 struct AuditVerdict {
   bool ok = false;
   int64_t records = 0;

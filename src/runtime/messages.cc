@@ -47,6 +47,16 @@ class Reader {
     p_.remove_prefix(n);
     return Status::Ok();
   }
+  // A count of strings to follow: at most `limit`, and no more than the bytes left could hold
+  // (each at least its 4-byte length), checked before the caller makes room for them.
+  Status Count(uint32_t* n, uint32_t limit, const char* what) {
+    ACAN_RETURN_IF_ERROR(Pod(n));
+    if (*n > limit || *n > p_.size() / sizeof(uint32_t)) {
+      return Status::DataLoss(fmt::format("{} tuple claims {} {} in {} bytes (at most {})", what_,
+                                          *n, what, p_.size(), limit));
+    }
+    return Status::Ok();
+  }
   Status Magic(uint32_t want) {
     uint32_t m = 0;
     ACAN_RETURN_IF_ERROR(Pod(&m));
@@ -97,8 +107,7 @@ Result<TaskMessage> DecodeTaskMessage(const Value& v) {
   ACAN_RETURN_IF_ERROR(r.Pod(&m.attempt));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.timeout_ns));
   uint32_t n = 0;
-  ACAN_RETURN_IF_ERROR(r.Pod(&n));
-  if (n > 4096) return Status::DataLoss(fmt::format("task tuple claims {} inputs", n));
+  ACAN_RETURN_IF_ERROR(r.Count(&n, 4096, "inputs"));
   m.input_keys.resize(n);
   for (auto& k : m.input_keys) ACAN_RETURN_IF_ERROR(r.Str(&k));
   std::string spec;
@@ -135,8 +144,7 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
   ACAN_RETURN_IF_ERROR(r.Pod(&m.exec_ns));
   ACAN_RETURN_IF_ERROR(r.Str(&m.error));
   uint32_t n = 0;
-  ACAN_RETURN_IF_ERROR(r.Pod(&n));
-  if (n > 4096) return Status::DataLoss(fmt::format("done tuple claims {} missing inputs", n));
+  ACAN_RETURN_IF_ERROR(r.Count(&n, 4096, "missing inputs"));
   m.missing.resize(n);
   for (auto& k : m.missing) ACAN_RETURN_IF_ERROR(r.Str(&k));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.in_hand_ns));

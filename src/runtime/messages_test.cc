@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "nn/plan.h"
 
 namespace acan::runtime {
@@ -65,6 +67,34 @@ TEST(MessagesTest, ADoneReportCarriesWhatWasMissing) {
   EXPECT_EQ(m->missing, done.missing);
   auto bytes = encoded.As<uint8_t>();
   EXPECT_FALSE(DecodeDoneMessage(Value::CopyOf(bytes.data(), bytes.size() - 1)).ok());
+}
+
+// A count or a size in a message is checked before room is made for it: a task message claiming
+// more inputs than its bytes can hold, and a spec whose widths multiply past the largest tensor,
+// are refused with what they claim.
+TEST(MessagesTest, ClaimedSizesAreCheckedBeforeAnythingIsAllocated) {
+  const nn::TaskSpec spec = UpdateTask();
+  Value good = EncodeTaskMessage(1, {"k"}, nn::EncodeTask(spec));
+  std::vector<uint8_t> bytes(good.As<uint8_t>().begin(), good.As<uint8_t>().end());
+  // magic, attempt, timeout_ns, then the count of input keys.
+  const uint32_t claimed = 4000;
+  std::memcpy(bytes.data() + 4 + 4 + 8, &claimed, sizeof claimed);
+  auto many = DecodeTaskMessage(Value::CopyOf(bytes.data(), bytes.size()));
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("claims 4000 inputs in"), std::string::npos)
+      << many.status().ToString();
+
+  nn::TaskSpec wide = spec;
+  wide.widths = {int64_t{1} << 20, int64_t{1} << 20};  // a 2^40-float weight
+  wide.layer = 0;
+  wide.r1 = wide.c1 = 1;
+  auto refused = nn::DecodeTask(nn::EncodeTask(wide));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("out-of-range"), std::string::npos);
+  nn::TaskSpec rows = spec;
+  rows.rows = int64_t{1} << 40;
+  EXPECT_FALSE(nn::DecodeTask(nn::EncodeTask(rows)).ok());
+  EXPECT_TRUE(nn::DecodeTask(nn::EncodeTask(spec)).ok());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # End to end through the acan command: bad input (job files, CSV and IDX data, safetensors models,
+# inputs over the configured limits, credentials of a secure deployment, audit logs,
 # space URIs, output directories) exits 1 or 2 (not a crash, a hang or 0), the first line of stderr
 # names the culprit (file and line, key, byte or field), and nothing is left in, or lost from, the
 # output directory. Every case fails before training starts unless its comment says otherwise.
@@ -285,6 +286,48 @@ bad "value for key 'demo.task.0' is 4 bytes, over the space's max_value_bytes of
 bad "space 'mem:?max_total_bytes=8' is full (8 of max_total_bytes 8 in use)" \
   demo --space 'mem:?max_total_bytes=8' --tasks 40
 
+# --- Limits (docs/operations.md, "Limits"): sizes over a configured maximum are refused before
+# they are read or allocated.
+export ACAN_MAX_JOB_FILE_BYTES=100
+bad "job file \"job.toml\" is $(stat -c %s job.toml) bytes, over the limit of 100" train job.toml --out out
+bad "job file \"job.toml\" is $(stat -c %s job.toml) bytes, over the limit of 100" eval model.safetensors job.toml
+unset ACAN_MAX_JOB_FILE_BYTES
+# A gzip IDX file of 16 MB of pixels in 16 KB: refused while it inflates, past 1 MiB.
+{ printf '\x00\x00\x08\x03\x00\x00\x10\x00\x00\x00\x40\x00\x00\x00\x00\x40'; head -c 16777216 /dev/zero; } |
+  gzip -c >img.idx
+export ACAN_MAX_DATA_FILE_BYTES=1M
+bad 'img.idx holds more than 1048576 bytes (decompressed), over the limit for a data file' \
+  train idx.toml --out out
+unset ACAN_MAX_DATA_FILE_BYTES
+images >img.idx
+ACAN_MAX_MODEL_FILE_BYTES=50 timeout 30 "$acan" eval model.safetensors job.toml >/dev/null 2>stderr.txt && {
+  echo "FAIL: a model over ACAN_MAX_MODEL_FILE_BYTES was read"
+  failures=$((failures + 1))
+}
+grep -q 'model.safetensors" is .* bytes, over the limit of 50' stderr.txt || {
+  echo "FAIL: model over the limit: $(head -n 1 stderr.txt)"
+  failures=$((failures + 1))
+}
+
+# --- Credentials (docs/security.md): a secure deployment's directory that is missing or
+# incomplete, an unknown role; each named before any connection is tried.
+"$acan" secure init sec >/dev/null
+bad "the handler credentials are incomplete: '$(pwd)/nowhere/ca.pem' is missing" \
+  train job.toml --space "nats://127.0.0.1:1?secure=$(pwd)/nowhere&role=handler" --out out --quiet
+bad "'chief' is not a role (manager, handler or observer)" \
+  train job.toml --space "nats://127.0.0.1:1?secure=sec&role=chief" --out out --quiet
+mv sec/handler-key.pem sec/handler-key.moved
+bad "handler-key.pem' is missing" \
+  train job.toml --space "nats://127.0.0.1:1?secure=sec&role=handler" --out out --quiet
+mv sec/handler-key.moved sec/handler-key.pem
+bad "tls:// needs the deployment's files: secure=DIR" train job.toml --space "tls://127.0.0.1:1" --out out --quiet
+
+# --- Audit logs (acan audit verify): not a chain, empty, cut, a directory.
+echo '{"a":1}' >notchain.jsonl
+bad 'notchain.jsonl:1: no '"'"'seq'"'"' field' audit verify notchain.jsonl
+: >empty.jsonl
+bad 'empty.jsonl:0: no records' audit verify empty.jsonl
+
 # --- Output directories that cannot be made, found before training.
 here=$(pwd -P)
 echo 'a file' >file
@@ -323,6 +366,11 @@ keeps() {
   fi
 }
 keeps train csv.toml
+# An audit log cut short (the job_end lost) and one with a record dropped.
+head -n 3 kept/audit.jsonl >cut.jsonl
+bad 'cut.jsonl:3: ' audit verify cut.jsonl
+sed '2d' kept/audit.jsonl >gap.jsonl
+bad 'gap.jsonl:2: ' audit verify gap.jsonl
 keeps train job.toml --space 'mem:?max_value_bytes=4'
 
 if [[ $failures -ne 0 ]]; then

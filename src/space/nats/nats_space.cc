@@ -14,6 +14,7 @@
 
 #include "common/kill_point.h"
 #include "space/cell_internal.h"
+#include "space/nats/wire.h"
 #include "space/uri_internal.h"
 
 namespace acan::nats {
@@ -87,17 +88,6 @@ std::string ConnectHint(const std::string& error, const std::optional<RoleCreden
 std::string RandomId() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}", rd(), rd());
-}
-
-uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0) {
-  const auto* p = static_cast<const Bytef*>(data);
-  while (size > 0) {
-    auto n = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
-    crc = static_cast<uint32_t>(crc32(crc, p, n));
-    p += n;
-    size -= n;
-  }
-  return crc;
 }
 
 struct MsgGuard {
@@ -434,7 +424,7 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
     if (!chunk.ok()) return done(chunk);
     if (i + 1 < count) KillPoint("chunk");
   }
-  const std::string header = fmt::format("{} {} {}", count, Crc32(value.data(), size), id);
+  const std::string header = fmt::format("{} {} {}", count, wire::Crc32(value.data(), size), id);
   return done(Publish(subject, nullptr, 0, header.c_str(), deadline));
 }
 
@@ -466,20 +456,15 @@ Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& fi
     return Status::DataLoss(fmt::format(
         "space '{}': message '{}' (sequence '{}') is not a tuple: {}", uri_, subj, seq_view, why));
   };
-  if (std::from_chars(seq_view.data(), seq_view.data() + seq_view.size(), head.seq).ec !=
-      std::errc()) {
-    return bad("no sequence");
-  }
+  auto seq = wire::ParseSequence(seq_view);
+  if (!seq.ok()) return bad(seq.status().message());
+  head.seq = *seq;
   if (!subj.starts_with(tuple_prefix_)) return bad("outside the tuple subjects");
   subj.remove_prefix(tuple_prefix_.size());
-  size_t dot = subj.find('.');
-  if (dot == std::string_view::npos ||
-      std::from_chars(subj.data(), subj.data() + dot, head.size).ec != std::errc()) {
-    return bad("no size token");
-  }
-  auto key = Key::Parse(subj.substr(dot + 1));
-  if (!key.ok()) return bad(key.status().message());
-  head.key = std::move(key).value();
+  auto parsed = wire::ParseTupleSubject(subj, options_.limits.max_value_bytes);
+  if (!parsed.ok()) return bad(parsed.status().message());
+  head.size = parsed->size;
+  head.key = std::move(parsed->key);
   const char* chunks = nullptr;
   if (natsMsgHeader_Get(got.msg, kChunksHeader, &chunks) == NATS_OK && chunks) {
     head.chunks = chunks;
@@ -495,17 +480,14 @@ Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& fi
 
 Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline) {
   if (head.chunks.empty()) return head.value;
-  size_t count = 0;
-  uint32_t crc = 0;
-  char id[128] = {};
-  if (std::sscanf(head.chunks.c_str(), "%zu %u %127s", &count, &crc, id) != 3 || count == 0) {
-    return Status::DataLoss(fmt::format("space '{}': tuple '{}' has a bad chunk list '{}'", uri_,
-                                        head.key.str(), head.chunks));
+  auto list = wire::ParseChunkList(head.chunks, head.size, chunk_bytes_);
+  if (!list.ok()) {
+    return Status::DataLoss(
+        fmt::format("space '{}': tuple '{}': {}", uri_, head.key.str(), list.status().message()));
   }
-  auto buffer = std::make_shared<std::vector<std::byte>>();
-  buffer->reserve(head.size);
-  for (size_t i = 0; i < count; ++i) {
-    const std::string subject = ChunkSubject(id, i);
+  wire::ChunkAssembler value(*list, head.size);
+  for (size_t i = 0; i < list->count; ++i) {
+    const std::string subject = ChunkSubject(list->id, i);
     MsgGuard got;
     jsDirectGetMsgOptions dg;
     jsDirectGetMsgOptions_Init(&dg);
@@ -515,18 +497,23 @@ Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline) {
     if (result != NATS_OK) {
       return Status::DataLoss(fmt::format(
           "space '{}': tuple '{}' is missing chunk {} of {} ({}): the value is torn, not returned",
-          uri_, head.key.str(), i, count, NatsError(result, 0)));
+          uri_, head.key.str(), i, list->count, NatsError(result, 0)));
     }
-    const auto* data = reinterpret_cast<const std::byte*>(natsMsg_GetData(got.msg));
-    buffer->insert(buffer->end(), data, data + natsMsg_GetDataLength(got.msg));
+    Status added =
+        value.Add(natsMsg_GetData(got.msg), static_cast<size_t>(natsMsg_GetDataLength(got.msg)));
+    if (!added.ok()) {
+      return Status::DataLoss(
+          fmt::format("space '{}': tuple '{}': {}: the value is torn, not returned", uri_,
+                      head.key.str(), added.message()));
+    }
   }
-  if (buffer->size() != head.size || Crc32(buffer->data(), buffer->size()) != crc) {
-    return Status::DataLoss(fmt::format(
-        "space '{}': tuple '{}' reassembled to {} bytes with a bad checksum (expected {} bytes): "
-        "the value is torn, not returned",
-        uri_, head.key.str(), buffer->size(), head.size));
+  auto out = value.Finish();
+  if (!out.ok()) {
+    return Status::DataLoss(
+        fmt::format("space '{}': tuple '{}' {}: the value is torn, not returned", uri_,
+                    head.key.str(), out.status().message()));
   }
-  return Value::Adopt(std::move(buffer));
+  return out;
 }
 
 Result<bool> NatsSpace::DeleteHead(const Head& head, Deadline deadline) {
@@ -912,12 +899,12 @@ Result<Cell> NatsSpace::ReadCell(const Key& key) {
     natsMsgHeader_Get(got.msg, "Nats-Sequence", &seq_text);
     std::string_view seq_view = seq_text ? seq_text : "";
     Cell cell;
-    if (std::from_chars(seq_view.data(), seq_view.data() + seq_view.size(), cell.revision).ec !=
-            std::errc() ||
-        cell.revision == 0) {
+    auto revision = wire::ParseSequence(seq_view);
+    if (!revision.ok()) {
       return Status::DataLoss(
           fmt::format("space '{}': cell '{}' has no revision ('{}')", uri_, key.str(), seq_view));
     }
+    cell.revision = *revision;
     const int len = natsMsg_GetDataLength(got.msg);
     cell.value = Value::CopyOf(natsMsg_GetData(got.msg), static_cast<size_t>(len));
     stats_.CountBytes(0, cell.value.size());

@@ -1,0 +1,56 @@
+// What the runtime decodes from tuples others wrote: task messages (with the task spec inside),
+// done reports, the lease, the job descriptor, the manager's progress, and the keys of the job's
+// layout. The first byte picks the decoder, the rest is the value. Property: a task message that
+// decodes encodes back to a message that decodes to the same spec.
+#include "runtime/messages.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "nn/task.h"
+#include "runtime/layout.h"
+#include "runtime/local_inputs.h"
+#include "runtime/progress.h"
+
+using namespace acan;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const uint8_t which = data[0] % 7;
+  const Value v = Value::CopyOf(data + 1, size - 1);
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  switch (which) {
+    case 0: {
+      auto m = runtime::DecodeTaskMessage(v);
+      (void)runtime::TaskMessageAttempt(v);
+      if (m.ok()) {
+        const std::string spec = nn::EncodeTask(m->spec);
+        auto again = runtime::DecodeTaskMessage(
+            runtime::EncodeTaskMessage(m->attempt, m->input_keys, spec, m->timeout_ns));
+        if (!again.ok() || nn::EncodeTask(again->spec) != spec) std::abort();
+      }
+      break;
+    }
+    case 1:
+      (void)runtime::DecodeDoneMessage(v);
+      break;
+    case 2:
+      (void)runtime::DecodeLeaseMessage(v);
+      break;
+    case 3:
+      (void)runtime::DecodeJobDescriptor(v);
+      break;
+    case 4:
+      (void)runtime::Progress::FromJson(text);
+      break;
+    case 5:
+      (void)nn::DecodeTask(text);
+      break;
+    case 6: {
+      auto key = Key::Parse(text);
+      if (key.ok()) (void)runtime::Layout("job").Parse(*key);
+      break;
+    }
+  }
+  return 0;
+}

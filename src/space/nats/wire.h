@@ -1,0 +1,64 @@
+// What the NATS backend reads back from the server, decoded without the network: a tuple's
+// subject (<size>.<key> after the stream's tuple prefix), the Acan-Chunks header of a chunked
+// value ("<count> <crc32> <id>") and the reassembly of its chunks, and a message's sequence
+// header. Every figure in a message is checked against the space's limits and against what the
+// message itself holds before anything is allocated: a message from a hostile or broken writer is
+// a DataLoss naming what is wrong, never a crash or an allocation the size of its claim.
+// Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acan/key.h"
+#include "acan/status.h"
+#include "acan/value.h"
+
+namespace acan::nats::wire {
+
+uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0);
+
+// A tuple's subject after the tuple prefix: the value's size and its key.
+struct TupleSubject {
+  size_t size = 0;
+  Key key;
+};
+// `max_value_bytes`: the largest value the space accepts; a subject claiming more is refused.
+Result<TupleSubject> ParseTupleSubject(std::string_view rest, size_t max_value_bytes);
+
+// A message's "Nats-Sequence" header: a positive decimal.
+Result<uint64_t> ParseSequence(std::string_view text);
+
+// The Acan-Chunks header of a value of `size` bytes.
+struct ChunkList {
+  size_t count = 0;
+  uint32_t crc = 0;
+  std::string id;  // the chunks' subjects are <stream>.c.<id>.<i>
+};
+// A header whose count cannot hold `size` bytes in chunks of at most `max_chunk_bytes` (the
+// server's max_payload), or needs more chunks than bytes, or whose id is not one subject token,
+// is refused.
+Result<ChunkList> ParseChunkList(std::string_view header, size_t size, size_t max_chunk_bytes);
+
+// Reassembles a chunked value: Add each chunk in order, then Finish. Memory is reserved for the
+// size the subject names only after ParseTupleSubject bounded it; a chunk that would overrun it
+// is refused at once.
+class ChunkAssembler {
+ public:
+  ChunkAssembler(const ChunkList& list, size_t size);
+  Status Add(const void* data, size_t bytes);
+  // The value, once every chunk came and the checksum matches.
+  Result<Value> Finish();
+
+ private:
+  const ChunkList& list_;
+  size_t size_;
+  size_t added_ = 0;
+  std::shared_ptr<std::vector<std::byte>> buffer_;
+};
+
+}  // namespace acan::nats::wire
