@@ -52,12 +52,32 @@ int RunTrain(const TrainArgs& a) {
   }
   if (Status s = ValidateJob(*job); !s.ok()) return Fail(s);
   if (a.processes) {
-    if (chaos.enabled || a.window || a.init.size() || a.trace) {
+    if (a.window || a.init.size() || a.trace) {
       return Fail(Status::InvalidArgument(
-          "--processes runs the job file's [runtime] over real processes: --window, --init, "
-          "--trace and [chaos] (which slows and crashes threads of one process) do not apply"));
+          "--processes runs the job file's [runtime] over real processes: --window, --init and "
+          "--trace do not apply"));
     }
     ProcessRunArgs pa;
+    // [chaos] across processes: its crashes are SIGKILLs of the processes (roles.h), its speeds
+    // change at each crash roll.
+    if (chaos.enabled) {
+      if (chaos.speed_change_steps > 0 || chaos.crash_interval_steps > 0 ||
+          (chaos.speed_change_s > 0 && chaos.crash_interval_s > 0 &&
+           chaos.speed_change_s != chaos.crash_interval_s) ||
+          (!chaos.speeds.empty() && chaos.crash_interval_s <= 0 && chaos.speed_change_s <= 0)) {
+        return Fail(Status::InvalidArgument(
+            "--processes: [chaos] across processes kills and re-speeds the processes every "
+            "crash_interval_s seconds: set crash_interval_s (and speed_change_s, if at all, to "
+            "the same, or speed_change_s alone for speeds without kills); the *_steps intervals "
+            "apply in one process only"));
+      }
+      const bool kills = chaos.crash_interval_s > 0;
+      pa.chaos.interval_s = kills ? chaos.crash_interval_s : chaos.speed_change_s;
+      pa.chaos.probability = kills ? chaos.crash_probability : 0;
+      pa.chaos.manager = chaos.crash_manager;
+      pa.chaos.speeds = chaos.speeds;
+      pa.chaos.seed = job->train.seed;  // the kill schedule replays from the job's seed
+    }
     pa.config = a.config;
     pa.space = a.space;
     pa.out = a.out;
@@ -105,9 +125,11 @@ void AddTrainCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--space", a->space, "Space URI (default: the job's [runtime] space, mem:)");
   cmd->add_option("--handlers", a->handlers, "Handler threads (default: the job's)")
       ->check(kAtLeastOne);
-  cmd->add_option("--processes", a->processes,
-                  "Run as processes over --space (nats://... or nats:local): a manager, a standby "
-                  "and this many handler processes, each restarted when it dies")
+  cmd->add_option(
+         "--processes", a->processes,
+         "Run as processes over --space (nats://... or nats:local): a manager, a standby "
+         "and this many handler processes, each restarted when it dies; [chaos] crashes are "
+         "SIGKILLs of them, every crash_interval_s, from the job's seed")
       ->check(kAtLeastOne);
   cmd->add_option("--window", a->window, "Update window W; 1 = synchronous (default: the job's)")
       ->check(kAtLeastOne);

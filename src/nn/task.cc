@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "nn/json_int.h"
+
 namespace acan::nn {
 
 Result<TaskType> ParseTaskType(std::string_view name) {
@@ -90,26 +92,26 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
   TaskSpec t;
   try {
     t.key = j.at("key").get<std::string>();
-    t.type = static_cast<TaskType>(j.at("type").get<int>());
-    t.op = static_cast<TaskOp>(j.at("op").get<int>());
-    t.step = j.at("step").get<int64_t>();
+    t.type = static_cast<TaskType>(JsonInt<int>(j.at("type")));
+    t.op = static_cast<TaskOp>(JsonInt<int>(j.at("op")));
+    t.step = JsonInt(j.at("step"));
     t.inputs = j.at("in").get<std::vector<std::string>>();
     t.outputs = j.at("out").get<std::vector<std::string>>();
-    t.widths = j.at("widths").get<std::vector<int64_t>>();
-    t.activation = static_cast<Activation>(j.at("act").get<int>());
-    t.loss = static_cast<LossKind>(j.at("loss").get<int>());
+    t.widths = JsonInts(j.at("widths"));
+    t.activation = static_cast<Activation>(JsonInt<int>(j.at("act")));
+    t.loss = static_cast<LossKind>(JsonInt<int>(j.at("loss")));
     t.lr = j.at("lr").get<float>();
     t.lrs = j.value("lrs", std::vector<float>{});
     t.momentum = j.at("mom").get<float>();
-    t.rows = j.at("rows").get<int64_t>();
-    t.batch = j.at("batch").get<int64_t>();
-    t.layer = j.at("layer").get<int>();
-    t.layer_end = j.at("layer_end").get<int>();
-    const auto tile = j.at("tile").get<std::vector<int64_t>>();
+    t.rows = JsonInt(j.at("rows"));
+    t.batch = JsonInt(j.at("batch"));
+    t.layer = JsonInt<int>(j.at("layer"));
+    t.layer_end = JsonInt<int>(j.at("layer_end"));
+    const auto tile = JsonInts(j.at("tile"));
     if (tile.size() != 4) return Status::InvalidArgument("task field \"tile\" needs 4 numbers");
     t.r0 = tile[0], t.r1 = tile[1], t.c0 = tile[2], t.c1 = tile[3];
-    t.block = j.at("block").get<int64_t>();
-    t.parts = j.at("parts").get<int>();
+    t.block = JsonInt(j.at("block"));
+    t.parts = JsonInt<int>(j.at("parts"));
     t.bias = j.at("bias").get<bool>();
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("task bytes lack a field or have a wrong type: ") +

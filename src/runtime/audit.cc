@@ -95,11 +95,11 @@ int64_t AuditLog::Append(std::string kind, json fields) {
 
 int64_t AuditLog::AppendVersions(std::string kind, json fields,
                                  std::vector<std::tuple<std::string, int64_t, Value>> versions,
-                                 bool hash) {
+                                 bool hash, std::map<std::string, int64_t> from) {
   std::lock_guard lock(mu_);
   const int64_t ticket = next_ticket_++;
-  queue_.push_back(
-      {ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339(), hash});
+  queue_.push_back({ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339(),
+                    hash, std::move(from)});
   cv_.notify_all();
   return ticket;
 }
@@ -163,6 +163,9 @@ Status AuditLog::Write(Pending p) {
   size_t bytes = 0;
   for (const auto& [shard, version, value] : p.versions) {
     json entry = {{"shard", shard}, {"version", version}};
+    if (auto f = p.from.find(shard); f != p.from.end() && f->second != version) {
+      entry["from"] = f->second;
+    }
     if (p.hash) entry["sha256"] = ValueSha256(value);
     const size_t size = entry.dump().size();
     if (bytes + size > kPartBytes && !parts.back().empty()) {

@@ -10,10 +10,12 @@
 //   job_start       config_sha256 (of the job file as made), initial_model_sha256
 //   lease           the writer took the job's lease (takeover: a predecessor held it), and the
 //                   versions it found, each with its content's SHA-256
-//   versions        step: each version written for the step (shard, version), with its
-//                   content's SHA-256 every Manager::kAuditHashEvery steps and at the last
-//                   (hashing every version of every step cost the flagship run 1.3x); in
-//                   numbered parts ("part": "i/n") when they do not fit one cell
+//   versions        steps [first, last]: the versions written in those steps (64 of them,
+//                   Manager::kAuditStepsPerRecord, or fewer at the end), each shard's as
+//                   {shard, from, version, sha256}: versions from..version, the last one's
+//                   content SHA-256 (from is left out when it is the version); in numbered
+//                   parts ("part": "i/n") when they do not fit one cell. Versions a manager
+//                   wrote after its last record are in its successor's lease record.
 //   handler_joined, handler_left   handler (id), incarnation (joined)
 //   permission_refused             what the server refused, to whom (from the server's log)
 //   job_end         final_model_sha256 (nn::ModelSha256: the safetensors file's tensors)
@@ -54,9 +56,11 @@ class AuditLog {
   int64_t Append(std::string kind, nlohmann::json fields);
   // Queues a record whose field `versions` lists each (shard, version, value) as {shard,
   // version, sha256}, hashed on the log's thread; without `hash`, as {shard, version}.
+  // `from`: a shard's first version of a range the record covers, its entry's "from" (when it
+  // is not the version itself).
   int64_t AppendVersions(std::string kind, nlohmann::json fields,
                          std::vector<std::tuple<std::string, int64_t, Value>> versions,
-                         bool hash = true);
+                         bool hash = true, std::map<std::string, int64_t> from = {});
   // Waits until every record up to `ticket` is in the space (or dropped: after a job_end, or on
   // an error, which it returns). 0: nothing to wait for.
   Status WaitWritten(int64_t ticket);
@@ -70,6 +74,7 @@ class AuditLog {
     std::vector<std::tuple<std::string, int64_t, Value>> versions;
     std::string time;
     bool hash = true;
+    std::map<std::string, int64_t> from;
   };
   int64_t last_ticket() const;
   void Loop();

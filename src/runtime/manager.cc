@@ -139,8 +139,6 @@ Status Manager::LoadState() {
     local_inputs_ = d.local_inputs;
   }
   progress_.total_steps = total_steps_;
-  if (progress_.epochs.size() < size_t(job_->train.epochs))
-    progress_.epochs.resize(job_->train.epochs);
   int64_t task_size = progress_.task_size > 0 ? progress_.task_size : options_.task_size;
   if (options_.adapt_task_size && progress_.task_size <= 0) {
     task_size = InitialTaskSize(job_->model.layers, job_->partition.strategy == Strategy::kTiles,
@@ -618,6 +616,9 @@ Status Manager::FinalizeSteps() {
     ActiveStep& st = active_.begin()->second;
     if (st.done < st.tasks.size()) break;
     int64_t epoch = st.step / batcher_->BatchesPerEpoch();
+    // Epochs are added as they begin, not all at the start: the state saved at every step holds
+    // the epochs so far, not a job's whole count (a million-epoch job saved a million).
+    if (progress_.epochs.size() <= size_t(epoch)) progress_.epochs.resize(epoch + 1);
     EpochTotals& e = progress_.epochs.at(epoch);
     double loss_sum = 0;
     int64_t correct = 0;
@@ -645,12 +646,24 @@ Status Manager::FinalizeSteps() {
     // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
     progress_.versions_applied = versions_.Applied();
     if (audit_) {
-      // The previous step's record is written before this step is saved (a successor's lease
-      // record covers this one's versions if it dies before its record is in).
-      ACAN_RETURN_IF_ERROR(audit_->WaitWritten(audited_step_ticket_));
-      audited_step_ticket_ =
-          audit_->AppendVersions("versions", {{"step", st.step}}, versions_.TakeWritten(),
-                                 st.step % kAuditHashEvery == 0 || st.step + 1 == total_steps_);
+      AuditBatch& b = audit_batch_;
+      if (b.first_step < 0) b.first_step = st.step;
+      b.last_step = st.step;
+      for (auto& [shard, version, value] : versions_.TakeWritten()) {
+        b.from.emplace(shard, version);
+        b.last[shard] = {version, std::move(value)};
+      }
+      if ((st.step + 1) % kAuditStepsPerRecord == 0 || st.step + 1 == total_steps_) {
+        // The previous record is written before this one is made (versions a manager wrote
+        // after its last record are in its successor's lease record, as the versions found).
+        ACAN_RETURN_IF_ERROR(audit_->WaitWritten(audited_step_ticket_));
+        std::vector<std::tuple<std::string, int64_t, Value>> last;
+        for (auto& [shard, v] : b.last) last.emplace_back(shard, v.first, std::move(v.second));
+        audited_step_ticket_ =
+            audit_->AppendVersions("versions", {{"steps", {b.first_step, b.last_step}}},
+                                   std::move(last), true, std::move(b.from));
+        b = AuditBatch();
+      }
     }
     ACAN_RETURN_IF_ERROR(SaveState());
     DropStaleVersions(st);

@@ -158,10 +158,18 @@ class Manager {
   Status AuditHandler(int handler);
   Status AuditEnd();
   std::unique_ptr<AuditLog> audit_;
-  // Steps whose versions record carries their contents' SHA-256 (and the last): hashing every
-  // version of every step is the model's bytes each step (the flagship run: 1 MB a step, 1.3x).
-  static constexpr int64_t kAuditHashEvery = 64;
-  int64_t audited_step_ticket_ = 0;  // the last step's record: written before the next is saved
+  // One versions record covers kAuditStepsPerRecord steps (and one ends at the last step), with
+  // the last version of each shard's content SHA-256: a record a step was the log's, and the
+  // space's, memory growing by a kilobyte a step (13 MB a minute in process), and hashing every
+  // version of every step was the model's bytes each step (the flagship run: 1 MB a step, 1.3x).
+  static constexpr int64_t kAuditStepsPerRecord = 64;
+  struct AuditBatch {
+    int64_t first_step = -1, last_step = -1;
+    std::map<std::string, int64_t> from;  // shard -> its first version in the batch
+    std::map<std::string, std::pair<int64_t, Value>> last;  // shard -> its last version
+  };
+  AuditBatch audit_batch_;
+  int64_t audited_step_ticket_ = 0;  // the last versions record: written before the next is made
   std::set<int> handlers_seen_;
 
   Space* raw_space_;  // the lease's

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "nn/plan.h"
+#include "runtime/progress.h"
 
 namespace acan::runtime {
 namespace {
@@ -95,6 +96,18 @@ TEST(MessagesTest, ClaimedSizesAreCheckedBeforeAnythingIsAllocated) {
   rows.rows = int64_t{1} << 40;
   EXPECT_FALSE(nn::DecodeTask(nn::EncodeTask(rows)).ok());
   EXPECT_TRUE(nn::DecodeTask(nn::EncodeTask(spec)).ok());
+  // An integer field given as a float out of range was cast (undefined behaviour; found by
+  // fuzz_messages, fuzz/corpus/messages/regression-float-step): now refused.
+  std::string floaty = nn::EncodeTask(spec);
+  const size_t at = floaty.find("\"step\":");
+  ASSERT_NE(at, std::string::npos);
+  floaty.replace(at, floaty.find(',', at) - at, "\"step\":1e300");
+  auto f = nn::DecodeTask(floaty);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("an integer is needed"), std::string::npos)
+      << f.status().ToString();
+  // The manager's state, likewise.
+  EXPECT_FALSE(Progress::FromJson(R"({"next_step": 1e300})").ok());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/json_int.h"
+
 namespace acan::runtime {
 
 std::string Progress::ToJson() const {
@@ -33,25 +35,26 @@ Result<Progress> Progress::FromJson(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
     Progress p;
-    p.next_step = j.at("next_step");
-    p.total_steps = j.at("total_steps");
+    p.next_step = nn::JsonInt(j.at("next_step"));
+    p.total_steps = nn::JsonInt(j.at("total_steps"));
     p.finished = j.at("finished");
-    p.dispatched = j.at("dispatched");
-    p.completed = j.at("completed");
-    p.retransmitted = j.at("retransmitted");
-    p.duplicates_discarded = j.at("duplicates_discarded");
-    p.deadlines_extended = j.at("deadlines_extended");
-    p.inputs_restored = j.value("inputs_restored", int64_t{0});
-    p.by_type = j.at("by_type").get<std::map<std::string, int64_t>>();
-    p.retransmit_reasons = j.at("retransmit_reasons").get<std::map<std::string, int64_t>>();
+    p.dispatched = nn::JsonInt(j.at("dispatched"));
+    p.completed = nn::JsonInt(j.at("completed"));
+    p.retransmitted = nn::JsonInt(j.at("retransmitted"));
+    p.duplicates_discarded = nn::JsonInt(j.at("duplicates_discarded"));
+    p.deadlines_extended = nn::JsonInt(j.at("deadlines_extended"));
+    p.inputs_restored = j.contains("inputs_restored") ? nn::JsonInt(j["inputs_restored"]) : 0;
+    p.by_type = nn::JsonIntMap(j.at("by_type"));
+    p.retransmit_reasons = nn::JsonIntMap(j.at("retransmit_reasons"));
     p.useful_task_s = j.at("useful_task_s");
-    p.versions_applied = j.at("versions_applied");
-    p.gaps = j.at("gaps");
-    p.repeats = j.at("repeats");
-    p.manager_takeovers = j.at("manager_takeovers");
-    p.task_size = j.at("task_size");
+    p.versions_applied = nn::JsonInt(j.at("versions_applied"));
+    p.gaps = nn::JsonInt(j.at("gaps"));
+    p.repeats = nn::JsonInt(j.at("repeats"));
+    p.manager_takeovers = nn::JsonInt(j.at("manager_takeovers"));
+    p.task_size = nn::JsonInt(j.at("task_size"));
     p.task_ns = j.at("task_ns").get<std::map<std::string, double>>();
-    for (const auto& e : j.at("epochs")) p.epochs.push_back({e.at(0), e.at(1), e.at(2)});
+    for (const auto& e : j.at("epochs"))
+      p.epochs.push_back({e.at(0), nn::JsonInt(e.at(1)), nn::JsonInt(e.at(2))});
     return p;
   } catch (const std::exception& e) {
     return Status::DataLoss(std::string("manager state tuple is not valid: ") + e.what());
