@@ -13,6 +13,7 @@
 #include "nn/plan.h"
 #include "runtime/audit.h"
 #include "runtime/crashable_space.h"
+#include "runtime/decimated.h"
 #include "runtime/handler.h"
 #include "runtime/manager.h"
 #include "runtime/supervisor.h"
@@ -177,7 +178,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   for (auto& s : slots) s->Start();
 
   // Sample the metrics time series until the job is done.
-  std::vector<MetricsRow> metrics;
+  Decimated<MetricsRow> metrics;  // bounded: a long run keeps its history at lower resolution
   std::vector<StallReport> stalls;
   int64_t last_samples = 0;
   auto last_t = start;
@@ -209,7 +210,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
       live.finished = finished;
       options.on_sample(live);
     }
-    metrics.push_back(std::move(row));
+    metrics.Push(std::move(row), /*keep=*/finished);
   };
   // Stalls: no step for max(floor, 8 x the longest current timeout), reported again each time as
   // long again passes.
@@ -273,7 +274,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   RunResult result;
   result.stalls = std::move(stalls);
   result.wall_s = wall_s;
-  result.metrics = std::move(metrics);
+  result.metrics = std::move(metrics).Take();
   result.recovery = telemetry.recovery();
   result.trace = options.trace;
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));

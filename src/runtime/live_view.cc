@@ -181,7 +181,7 @@ LiveView::LiveView(obs::Labels labels, std::string title, json facts)
 
 void LiveView::OnSample(const LiveSample& sample) {
   std::lock_guard lock(mu_);
-  rows_.push_back(RowJson(sample.row));
+  rows_.Push(RowJson(sample.row), /*keep=*/sample.finished);
   last_ = sample;
 }
 
@@ -239,7 +239,7 @@ json LiveView::PageData() const {
   }
   d["facts"] = facts;
   d["handlers"] = ids;
-  d["rows"] = rows_;
+  d["rows"] = rows_.items();
   d["epochs"] = EpochsJson(epochs_);
   d["finished"] = last_ && last_->finished;
   return d;

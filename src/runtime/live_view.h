@@ -15,6 +15,7 @@
 
 #include "obs/exposition.h"
 #include "obs/http_server.h"
+#include "runtime/decimated.h"
 #include "runtime/job_runner.h"
 
 namespace acan::runtime {
@@ -49,8 +50,8 @@ class LiveView {
   nlohmann::json facts_;            // GUARDED_BY(mu_)
   std::optional<LiveSample> last_;  // GUARDED_BY(mu_)
   std::function<LiveSample()> source_;
-  nlohmann::json rows_ = nlohmann::json::array();  // GUARDED_BY(mu_)
-  std::vector<EpochPoint> epochs_;                 // GUARDED_BY(mu_)
+  Decimated<nlohmann::json> rows_;  // GUARDED_BY(mu_): the samples, bounded (runtime/decimated.h)
+  std::vector<EpochPoint> epochs_;  // GUARDED_BY(mu_)
 };
 
 // Serves `view` on 127.0.0.1: /metrics on `metrics_port`, the dashboard (/, /chart.js, /api/run)

@@ -63,7 +63,7 @@ pids+=("$run")
 descendants() {
   local p=$1 c
   echo "$p"
-  for c in $(pgrep -P "$p" || true); do descendants "$c"; done
+  for c in $(pgrep -P "$p" || true); do descendants "$c" || true; done
 }
 csv="$work/samples.csv"
 echo "t_s,rss_kb,resident_bytes,fds,threads,processes" >"$csv"
@@ -76,7 +76,7 @@ while (($(date +%s) - start < seconds)); do
     [[ -r /proc/$p/status ]] || continue
     r=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
     t=$(awk '/^Threads:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
-    f=$(ls "/proc/$p/fd" 2>/dev/null | wc -l)
+    f=$( (ls "/proc/$p/fd" 2>/dev/null || true) | wc -l)  # a killed process may be gone
     rss=$((rss + ${r:-0})) threads=$((threads + ${t:-0})) fds=$((fds + f)) n=$((n + 1))
   done
   resident=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics" |
