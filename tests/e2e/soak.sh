@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak (labels slow and soak): trains under the robustness chaos (handlers and the manager crash
-# with p = 1 every 5 s, speeds 1:5:10) for SECONDS (default 1800) and samples, every 10 s, the
+# with p = 1 every 5 s, speeds 1:5:10: examples/robustness.toml) for SECONDS (default 1800) and samples, every 10 s, the
 # memory the run holds (RSS of every process of the run), the space's resident bytes (its
 # /metrics: acan_space_resident_bytes), and its open file descriptors and threads. After a
 # warm-up (the first quarter), each series' least-squares slope must project a growth over the
@@ -23,32 +23,8 @@ trap stop_started EXIT
 fail() { echo "FAIL: $*" >&2; tail -n 20 "$work"/run.log >&2 || true; exit 1; }
 
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$work/job.toml" <<TOML
-[model]
-layers = [44, 44, 1]
-activation = "tanh"
-loss = "mse"
-[data]
-source = "synthetic"
-samples = 100
-[train]
-epochs = 1000000
-batch = 1
-lr = 0.05
-seed = 42
-[partition]
-strategy = "tiles"
-task_size = 11
-[runtime]
-handlers = 4
-window = 1
-[chaos]
-speeds = [1, 5, 10]
-speed_change_s = 5
-crash_interval_s = 5
-crash_probability = 1.0
-crash_manager = true
-TOML
+# The note's robustness job (examples/robustness.toml), for a million epochs.
+sed 's/^epochs = .*/epochs = 1000000/' "$(dirname "$0")/../../examples/robustness.toml" >"$work/job.toml"
 case $mode in
   in-process) args=() ;;
   processes) sed -i 's/^handlers = 4/handlers = 3/' "$work/job.toml"; args=(--processes 3 --space nats:local) ;;

@@ -199,7 +199,8 @@ Status NatsSpace::Connect() {
     return Status::Unavailable(fmt::format(
         "the NATS server at '{}' allows only {} bytes per message", options_.servers, max_payload));
   }
-  chunk_bytes_ = static_cast<size_t>(max_payload) - kHeaderAllowance;
+  max_payload_ = static_cast<size_t>(max_payload);
+  chunk_bytes_ = max_payload_ - kHeaderAllowance;
   if (options_.chunk_bytes > 0) chunk_bytes_ = std::min(chunk_bytes_, options_.chunk_bytes);
   return Status::Ok();
 }
@@ -480,7 +481,8 @@ Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& fi
 
 Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline) {
   if (head.chunks.empty()) return head.value;
-  auto list = wire::ParseChunkList(head.chunks, head.size, chunk_bytes_);
+  // Any writer's chunks, whatever its chunk_bytes, are at most a message of the server's.
+  auto list = wire::ParseChunkList(head.chunks, head.size, max_payload_);
   if (!list.ok()) {
     return Status::DataLoss(
         fmt::format("space '{}': tuple '{}': {}", uri_, head.key.str(), list.status().message()));
