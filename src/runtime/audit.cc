@@ -185,7 +185,7 @@ Status AuditLog::Write(Pending p) {
 }
 
 Status AuditLog::WriteRecord(const std::string& kind, json fields, const std::string& time) {
-  Pending p{0, kind, {}, {}, time};
+  Pending p{0, kind, {}, {}, time, true, {}};
   int lost_swaps = 0;
   for (;;) {
     if (ended_) {
