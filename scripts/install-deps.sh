@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages acan needs, only those that are missing.
 #   scripts/install-deps.sh          to build, test and run acan
-#   scripts/install-deps.sh --tests  also what the tests use: Prometheus (promtool), chromium, tcpdump,
-#                                    clang 14 with libFuzzer (scripts/test-sanitize.sh, fuzz/)
+#   scripts/install-deps.sh --tests  also what the tests use: Prometheus (promtool), chromium, tcpdump
+#   scripts/install-deps.sh --sanitize  the tests' and clang 14 with libFuzzer (scripts/test-sanitize.sh)
 #   scripts/install-deps.sh --bench  also PyTorch, for the comparison scripts in bench/
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
@@ -11,7 +11,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git python3
       libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev dataset-fashion-mnist
       libjs-chart.js)
 case "${1:-}" in
-  --tests) pkgs+=(prometheus chromium tcpdump clang libclang-rt-14-dev) ;;  # + the fuzz build
+  --tests) pkgs+=(prometheus chromium tcpdump) ;;  # promtool, Prometheus, a browser, captures
+  --sanitize) pkgs+=(prometheus chromium tcpdump clang libclang-rt-14-dev) ;;  # + the fuzz build
   --bench) pkgs+=(python3-torch) ;;
 esac
 missing=()

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 labels=${ACAN_TEST_LABELS:-quick|concurrency|chaos|fuzz}
-scripts/install-deps.sh --tests
+scripts/install-deps.sh --sanitize
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DACAN_FUZZ=ON -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs"
