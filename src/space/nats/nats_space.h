@@ -187,7 +187,7 @@ class NatsSpace final : public Space {
   jsCtx* js_ = nullptr;
   size_t chunk_bytes_ = 0;
   size_t max_payload_ = 0;  // the server's, as the connection learnt it
-  std::string client_id_;  // unique per space object: message ids and chunk ids
+  std::string client_id_;   // unique per space object: message ids and chunk ids
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> closed_{false};
 

@@ -81,7 +81,7 @@ Result<ChunkList> ParseChunkList(std::string_view header, size_t size, size_t ma
 }
 
 ChunkAssembler::ChunkAssembler(const ChunkList& list, size_t size)
-    : list_(list), size_(size), buffer_(std::make_shared<std::vector<std::byte>>()) {
+    : crc_(list.crc), size_(size), buffer_(std::make_shared<std::vector<std::byte>>()) {
   buffer_->reserve(size);
 }
 
@@ -96,7 +96,7 @@ Status ChunkAssembler::Add(const void* data, size_t bytes) {
 }
 
 Result<Value> ChunkAssembler::Finish() {
-  if (added_ != size_ || Crc32(buffer_->data(), buffer_->size()) != list_.crc) {
+  if (added_ != size_ || Crc32(buffer_->data(), buffer_->size()) != crc_) {
     return Status::DataLoss(fmt::format(
         "reassembled to {} bytes with a bad checksum (expected {} bytes)", added_, size_));
   }

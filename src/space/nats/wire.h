@@ -55,7 +55,7 @@ class ChunkAssembler {
   Result<Value> Finish();
 
  private:
-  const ChunkList& list_;
+  uint32_t crc_;  // the list's checksum of the whole value
   size_t size_;
   size_t added_ = 0;
   std::shared_ptr<std::vector<std::byte>> buffer_;
