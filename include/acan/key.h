@@ -56,6 +56,10 @@ class ACAN_EXPORT Pattern : public internal::Subject {
   static Pattern Exactly(const Key& key);
 
   bool Matches(const Key& key) const;
+  // True when some key matches both patterns.
+  bool Overlaps(const Pattern& other) const;
+  // True when every key that `other` matches this pattern matches too.
+  bool Covers(const Pattern& other) const;
   // True when no token is a wildcard.
   bool literal() const { return literal_; }
 

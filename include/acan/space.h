@@ -11,6 +11,9 @@
 //    its revision (SwapCell), so that of two writers who saw the same revision exactly one wins,
 //    across every client of the space. Cells are for small records that need that (the manager's
 //    lease); a cell and tuples under the same key never meet (no tuple call sees a cell).
+//  - A fenced put (PutFenced) stores a tuple only while a cell is still at a revision the writer
+//    names, checked where the tuple is stored: a writer that lost the cell (a manager paused past
+//    its lease, whose successor swapped it) is refused even for a put it sent before the swap.
 //  - Close wakes every waiter with Cancelled; afterwards every call fails with Cancelled.
 //  - A Space is thread-safe: any number of threads may call any method concurrently.
 // Backends are opened by URI ("mem:", "nats://host:port") through a registry keyed by scheme.
@@ -45,6 +48,12 @@ struct Cell {
   uint64_t revision = 0;
 };
 
+// A cell at a revision, as the condition of a fenced put.
+struct Fence {
+  Key cell;
+  uint64_t revision = 0;
+};
+
 // The largest value a cell holds.
 inline constexpr size_t kMaxCellBytes = size_t{64} << 10;
 
@@ -58,6 +67,11 @@ struct SpaceOptions {
   // within microseconds; on the virtual machines measured (docs/benchmarks.md) it made the
   // blocked path five times slower (a spinning vCPU gets descheduled) and throughput no better.
   size_t spin = 0;
+  // Keys of the tuples put fenced and of the cells that fence them (Space::PutFenced): a backend
+  // that checks a fence where it stores the tuple may keep these apart from the rest (NATS: one
+  // stream of their own, so that the server checks the cell). Every client of a space opens it
+  // with the same patterns (the runtime's are Layout::FencedKeys()); empty: nothing is fenced.
+  std::vector<Pattern> fenced;
 };
 
 // A latency histogram with power-of-two buckets: bucket i counts latencies in [2^i, 2^(i+1)) ns.
@@ -101,6 +115,13 @@ class ACAN_EXPORT Space {
   Space& operator=(const Space&) = delete;
 
   virtual Status Put(Key key, Value value, Deadline deadline = Deadline::Infinite()) = 0;
+  // Put, only while the cell `fence.cell` is still at `fence.revision` when the space stores the
+  // tuple; FailedPrecondition naming the revision found when it is not, and nothing stored. Ok
+  // means stored (as a put that AcknowledgesPuts). The default checks the cell, then puts: a put
+  // on its way while another writer swaps the cell can still land; mem: and NATS check where
+  // they store (NATS: both keys must match SpaceOptions::fenced, else InvalidArgument).
+  virtual Status PutFenced(Key key, Value value, const Fence& fence,
+                           Deadline deadline = Deadline::Infinite());
   virtual Result<std::optional<Tuple>> Read(const Pattern& pattern) = 0;
   virtual Result<Tuple> Get(const Pattern& pattern, Deadline deadline) = 0;
   // Waits until at least one tuple matches (or Timeout), then takes up to `max_count` matches.

@@ -65,6 +65,13 @@ struct HandlerReport {
   double first_task_s = -1;    // from the call's start to its first completed task; -1: none
 };
 
+// The options every client of job `job_id`'s space opens it with (SpaceOptions::fenced: the
+// parameter versions and the manager's state, put fenced by the manager's lease, so that a
+// manager that lost its lease cannot land a write late). The functions below that take a URI
+// use them; a Space given to the others must have been opened with them. InvalidArgument for a
+// bad job id.
+ACAN_EXPORT Result<SpaceOptions> JobSpaceOptions(std::string_view job_id);
+
 // Runs handler `options.id` of job `job_id` until the job is finished or the stop token fires.
 // InvalidArgument for a bad URI, job id or task type.
 ACAN_EXPORT Result<HandlerReport> RunHandler(std::string_view space_uri, std::string_view job_id,

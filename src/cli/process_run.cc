@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "acan/space.h"
+#include "acan/worker.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
 #include "common/split_mix.h"
@@ -169,7 +170,8 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   const bool secure =
       uri.find("secure=") != std::string::npos || (secure_env != nullptr && *secure_env != '\0');
   if (secure && uri.find("role=") == std::string::npos) uri = WithParam(uri, "role=manager");
-  auto space = OpenSpace(uri);
+  const SpaceOptions job_space = JobSpaceOptions(kJobId).value();
+  auto space = OpenSpace(uri, job_space);
   if (!space.ok()) return Fail(space.status());
   std::string child_uri = uri;
   if (auto* nats_space = dynamic_cast<nats::NatsSpace*>(space->get());
@@ -198,7 +200,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   auto as_role = [&](std::string_view role) {
     return secure ? WithParam(child_uri, fmt::format("role={}", role)) : child_uri;
   };
-  auto commands = OpenSpace(as_role("manager"));
+  auto commands = OpenSpace(as_role("manager"), job_space);
   if (!commands.ok()) return Fail(commands.status());
   const runtime::Layout layout(kJobId);
   // The exactly-once account kept apart from the processes that make it: every version,

@@ -14,6 +14,7 @@ namespace acan {
 namespace {
 
 std::atomic<bool> g_armed{false};
+int g_signal = SIGKILL;  // written before g_armed is set
 std::string g_point;  // written before g_armed is set
 int64_t g_at = 0;     // the visit that dies, from 1
 std::atomic<int64_t> g_visits{0};
@@ -21,19 +22,27 @@ std::atomic<int64_t> g_visits{0};
 }  // namespace
 
 void ArmKillPoints() {
-  const char* spec = std::getenv("ACAN_TEST_KILL_AT");
-  if (spec == nullptr || *spec == '\0' || g_armed.load()) return;
+  if (g_armed.load()) return;
+  const char* name = "ACAN_TEST_KILL_AT";
+  const char* spec = std::getenv(name);
+  int signal = SIGKILL;
+  if (spec == nullptr || *spec == '\0') {
+    name = "ACAN_TEST_STOP_AT";
+    spec = std::getenv(name);
+    signal = SIGSTOP;
+  }
+  if (spec == nullptr || *spec == '\0') return;
   const std::string_view text(spec);
   const size_t colon = text.rfind(':');
   int64_t n = 0;
   if (colon == std::string_view::npos || colon == 0 ||
       std::from_chars(text.data() + colon + 1, text.data() + text.size(), n).ec != std::errc() ||
       n < 1) {
-    std::fprintf(stderr, "acan: ignoring ACAN_TEST_KILL_AT='%s' (expected <point>:<n>, n >= 1)\n",
-                 spec);
+    std::fprintf(stderr, "acan: ignoring %s='%s' (expected <point>:<n>, n >= 1)\n", name, spec);
     return;
   }
   g_point = std::string(text.substr(0, colon));
+  g_signal = signal;
   g_at = n;
   g_armed.store(true, std::memory_order_release);
 }
@@ -46,10 +55,15 @@ void KillPoint(std::string_view point) {
       if (fd < 0) return;  // another process (or an earlier incarnation) died here already
       close(fd);
     }
-    std::fprintf(stderr, "acan: ACAN_TEST_KILL_AT: killed at %s:%lld\n", g_point.c_str(),
-                 static_cast<long long>(g_at));
+    if (g_signal == SIGSTOP) {
+      std::fprintf(stderr, "acan: ACAN_TEST_STOP_AT: stopped at %s:%lld (pid %d)\n",
+                   g_point.c_str(), static_cast<long long>(g_at), static_cast<int>(getpid()));
+    } else {
+      std::fprintf(stderr, "acan: ACAN_TEST_KILL_AT: killed at %s:%lld\n", g_point.c_str(),
+                   static_cast<long long>(g_at));
+    }
     std::fflush(stderr);
-    raise(SIGKILL);
+    raise(g_signal);
   }
 }
 

@@ -7,7 +7,9 @@
 // "take" (a handler took a pouch), "claim" (it claimed a task), "kernel" (the task's kernel ran,
 // nothing written yet), "output" (its outputs are in the space, its report is not), "done" (its
 // report is in, its claim not yet removed), "chunk" (a value split into chunks has some stored,
-// not all, and no tuple naming them).
+// not all, and no tuple naming them), "fenced" (a fenced put, its fence checked, is about to be
+// sent: a manager's version or state). With ACAN_TEST_STOP_AT=<point>:<n> instead, the process
+// stops itself there with SIGSTOP (a pause at that instruction), and goes on when continued.
 #pragma once
 
 #include <string_view>

@@ -36,6 +36,12 @@ Status CrashableSpace::Put(Key key, Value value, Deadline deadline) {
   return inner()->Put(std::move(key), std::move(value), deadline);
 }
 
+Status CrashableSpace::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
+  ACAN_RETURN_IF_ERROR(Enter());
+  ACAN_RETURN_IF_ERROR(Write());
+  return inner()->PutFenced(std::move(key), std::move(value), fence, deadline);
+}
+
 Result<std::optional<Tuple>> CrashableSpace::Read(const Pattern& p) {
   ACAN_RETURN_IF_ERROR(Enter());
   return inner()->Read(p);

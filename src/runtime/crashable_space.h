@@ -41,6 +41,7 @@ class CrashableSpace final : public SpaceWrapper {
   using Space::ReadAll;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& p) override;
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;

@@ -2,47 +2,59 @@
 // that the manager still holds its lease (Lease::Keep: a renewal by compare-and-set on the lease
 // cell's revision when one is due, at once after any pause longer than a third of the lease).
 // A manager paused past its lease and resumed after a standby took over is refused at its first
-// write, by the server's check of the revision, and stops; reads pass. A write already on its way
-// when the pause began is not stopped by this (docs/architecture.md, "Fencing"). Thread-safe
-// when the fence is.
+// write, by the server's check of the revision, and stops; reads pass. The writes that carry the
+// model (the parameter versions, the manager's state: Layout::FencedKeys) are fenced puts
+// besides, conditional on the lease's revision where the space stores them: one already on its
+// way when the pause began is refused too (docs/architecture.md, "Fencing"). Thread-safe when
+// the lease is used by one thread.
 #pragma once
 
-#include <functional>
 #include <utility>
+#include <vector>
 
+#include "runtime/lease.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {
 
 class FencedSpace final : public SpaceWrapper {
  public:
-  // REQUIRES: `inner` outlives this space; `fence` returns Ok while writes may go on.
-  FencedSpace(Space* inner, std::function<Status()> fence)
-      : SpaceWrapper(inner), fence_(std::move(fence)) {}
+  // REQUIRES: `inner` and `lease` outlive this space. Puts of keys matching `fenced` are fenced
+  // by the lease's cell at its revision.
+  FencedSpace(Space* inner, Lease* lease, std::vector<Pattern> fenced)
+      : SpaceWrapper(inner), lease_(lease), fenced_(std::move(fenced)) {}
 
   using Space::Erase;
   using Space::Get;
   using Space::Put;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override {
-    ACAN_RETURN_IF_ERROR(fence_());
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
+    for (const Pattern& p : fenced_) {
+      if (!p.Matches(key)) continue;
+      Status s = inner()->PutFenced(std::move(key), std::move(value),
+                                    Fence{lease_->key(), lease_->revision()}, deadline);
+      if (s.code() == StatusCode::kFailedPrecondition) return lease_->Refused(s);
+      return s;
+    }
     return inner()->Put(std::move(key), std::move(value), deadline);
   }
   Result<Tuple> Get(const Pattern& p, Deadline d) override {
-    ACAN_RETURN_IF_ERROR(fence_());
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
     return inner()->Get(p, d);
   }
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override {
-    ACAN_RETURN_IF_ERROR(fence_());
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
     return inner()->Take(p, n, d);
   }
   Result<size_t> Erase(const Pattern& p) override {
-    ACAN_RETURN_IF_ERROR(fence_());
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
     return inner()->Erase(p);
   }
 
  private:
-  std::function<Status()> fence_;
+  Lease* lease_;
+  std::vector<Pattern> fenced_;
 };
 
 }  // namespace acan::runtime

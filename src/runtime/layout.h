@@ -97,6 +97,9 @@ class Layout {
   Key Alive(int handler) const;
   Key ManagerState() const;
   Key Lease() const;
+  // What the manager puts fenced by its lease (the parameter versions and its state) and the
+  // lease itself: SpaceOptions::fenced of every space of the job (acan::JobSpaceOptions).
+  std::vector<Pattern> FencedKeys() const;
   Key InitGuard() const;  // a cell: which manager sets up a new job (Manager::InitJob)
   Key JobDescriptor() const;
   Key DataHint() const;

@@ -134,4 +134,9 @@ Status Lease::Renew() {
                                          owner_, Holder(), revision_, swapped.status().message()));
 }
 
+Status Lease::Refused(const Status& refused) const {
+  return Status::Unavailable(fmt::format("{} lost the lease to {}: the space refused its write ({})",
+                                         owner_, Holder(), refused.message()));
+}
+
 }  // namespace acan::runtime

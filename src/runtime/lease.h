@@ -49,6 +49,10 @@ class Lease {
   Clock::time_point renew_at() const { return renew_at_; }
   // The cell's revision at this manager's last write of it (0 before Acquire): its fencing token.
   uint64_t revision() const { return revision_; }
+  const Key& key() const { return key_; }
+  // What a write the space refused for this lease's revision (a fenced put) means: Unavailable,
+  // this manager lost the lease (to whom, when the cell says).
+  Status Refused(const Status& refused) const;
 
  private:
   // Swaps our lease (expiring a lease from now) in place of revision `from`.

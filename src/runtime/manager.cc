@@ -33,7 +33,7 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       options_(std::move(options)),
       env_(options_.env ? options_.env : Env::Default()),
       lease_(raw_space_, layout_.Lease(), options_.owner, options_.lease, env_),
-      fenced_(raw_space_, [this] { return lease_.Keep(); }),
+      fenced_(raw_space_, &lease_, layout_.FencedKeys()),
       versions_(space_, &layout_, options_.window),
       liveness_(space_, &layout_, env_),
       controller_([&] {

@@ -38,6 +38,14 @@ class OracleSpace final : public SpaceWrapper {
     if (!s.ok() && order >= 0) oracle_->Unrecord(copy, order);
     return s;
   }
+  // A refused fenced put stored nothing: it is taken back like a failed put.
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override {
+    const Key copy = key;
+    const int64_t order = oracle_->Record(copy, value);
+    Status s = SpaceWrapper::PutFenced(std::move(key), std::move(value), fence, deadline);
+    if (!s.ok() && order >= 0) oracle_->Unrecord(copy, order);
+    return s;
+  }
 
  private:
   std::unique_ptr<Space> owned_;

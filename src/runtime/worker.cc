@@ -241,9 +241,17 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   return report;
 }
 
+Result<SpaceOptions> JobSpaceOptions(std::string_view job_id) {
+  ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(job_id));
+  SpaceOptions options;
+  options.fenced = layout.FencedKeys();
+  return options;
+}
+
 Result<HandlerReport> RunHandler(std::string_view space_uri, std::string_view job_id,
                                  const HandlerOptions& options) {
-  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> space, OpenSpace(space_uri));
+  ACAN_ASSIGN_OR_RETURN(SpaceOptions space_options, JobSpaceOptions(job_id));
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> space, OpenSpace(space_uri, space_options));
   return RunHandler(*space, job_id, options);
 }
 
@@ -251,6 +259,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
                                  const ManagerOptions& options) {
   ACAN_RETURN_IF_ERROR(ValidateJob(job));
   ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(options.job_id));
+  // The kill-point test hook (common/kill_point.h), for the managers it names ("any": all).
+  if (const char* target = std::getenv("ACAN_TEST_KILL_MANAGER");
+      target != nullptr && (options.name == target || std::string_view(target) == "any")) {
+    ArmKillPoints();
+  }
   if (options.handlers_read_data) {
     // Handlers load their copy of the data while this manager loads its own (JoinJob).
     ACAN_ASSIGN_OR_RETURN(auto made, space.Read(layout.JobDescriptor()));
@@ -428,7 +441,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
 
 Result<ManagerReport> RunManager(std::string_view space_uri, const JobConfig& job,
                                  const ManagerOptions& options) {
-  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> space, OpenSpace(space_uri));
+  ACAN_ASSIGN_OR_RETURN(SpaceOptions space_options, JobSpaceOptions(options.job_id));
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> space, OpenSpace(space_uri, space_options));
   return RunManager(*space, job, options);
 }
 

@@ -26,4 +26,20 @@ inline Status CellMoved(const Key& key, uint64_t expected, const std::string& ur
                   key.str(), uri, expected, found));
 }
 
+// A fenced put refused: its fence's cell was at `found` (in words, as CellMoved's), not at the
+// revision the writer named.
+inline Status FenceMoved(const Key& key, const Fence& fence, const std::string& uri,
+                         std::string found) {
+  return Status::FailedPrecondition(
+      fmt::format("fenced put of '{}' in space '{}' refused: cell '{}' is at {}, not at revision "
+                  "{} (another writer swapped it)",
+                  key.str(), uri, fence.cell.str(), found, fence.revision));
+}
+
+// The revision of a cell, in words.
+inline std::string RevisionWords(uint64_t revision) {
+  return revision != 0 ? fmt::format("revision {}", revision)
+                       : std::string("no revision (there is no cell)");
+}
+
 }  // namespace acan

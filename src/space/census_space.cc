@@ -31,6 +31,14 @@ Status CensusSpace::Put(Key key, Value value, Deadline deadline) {
   return s;
 }
 
+Status CensusSpace::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
+  const size_t bytes = value.size();
+  Count(key, bytes, +1);
+  Status s = SpaceWrapper::PutFenced(key, std::move(value), fence, deadline);
+  if (!s.ok()) Count(key, bytes, -1);
+  return s;
+}
+
 Result<Tuple> CensusSpace::Get(const Pattern& p, Deadline d) {
   auto t = SpaceWrapper::Get(p, d);
   if (t.ok()) Count(t->key, t->value.size(), -1);

@@ -37,6 +37,7 @@ class CensusSpace final : public SpaceWrapper {
   using Space::Put;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
   // Through Take, which this view watches (the inner space's own Erase would bypass it).

@@ -47,16 +47,30 @@ FaultSpace::FaultSpace(std::unique_ptr<Space> inner, FaultOptions options,
 FaultSpace::~FaultSpace() { Close(); }
 
 Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
+  return PutWithFaults(std::move(key), std::move(value), nullptr, deadline);
+}
+
+Status FaultSpace::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
+  return PutWithFaults(std::move(key), std::move(value), &fence, deadline);
+}
+
+Status FaultSpace::Land(Key key, Value value, const Fence* fence, Deadline deadline) {
+  if (fence == nullptr) return inner()->Put(std::move(key), std::move(value), deadline);
+  return inner()->PutFenced(std::move(key), std::move(value), *fence, deadline);
+}
+
+Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadline deadline) {
   bool hit = patterns_.empty();
   for (const Pattern& p : patterns_) hit = hit || p.Matches(key);
-  if (!hit) return inner()->Put(std::move(key), std::move(value), deadline);
+  if (!hit) return Land(std::move(key), std::move(value), fence, deadline);
   Fault fault;
   {
     std::lock_guard lock(mu_);
     fault = options_.Decide(key.str(), attempts_[key.str()]++);
     if (fault == Fault::kReorder && held_.has_value()) fault = Fault::kNone;  // one at a time
     if (fault == Fault::kDelay || fault == Fault::kReorder) {
-      Delayed d{Clock::now() + options_.delay_by, std::move(key), std::move(value)};
+      Delayed d{Clock::now() + options_.delay_by, std::move(key), std::move(value),
+                fence ? std::optional<Fence>(*fence) : std::nullopt};
       if (fault == Fault::kDelay) {
         counts_->delayed.fetch_add(1);
         delayed_.push(std::move(d));
@@ -74,9 +88,9 @@ Status FaultSpace::Put(Key key, Value value, Deadline deadline) {
   } else {
     if (fault == Fault::kDuplicate) {
       counts_->duplicated.fetch_add(1);
-      s = inner()->Put(key, value, deadline);
+      s = Land(key, value, fence, deadline);
     }
-    if (s.ok()) s = inner()->Put(std::move(key), std::move(value), deadline);
+    if (s.ok()) s = Land(std::move(key), std::move(value), fence, deadline);
   }
   ReleaseHeld();  // after this put: the held one lands second
   return s;
@@ -125,7 +139,8 @@ void FaultSpace::ReleaseHeld() {
     if (!held_.has_value() || closing_) return;
     d.swap(held_);
   }
-  (void)inner()->Put(std::move(d->key), std::move(d->value), Deadline::Infinite());
+  (void)Land(std::move(d->key), std::move(d->value), d->fence ? &*d->fence : nullptr,
+             Deadline::Infinite());
 }
 
 void FaultSpace::DeliverDelayed() {
@@ -150,7 +165,8 @@ void FaultSpace::DeliverDelayed() {
     }
     if (!d.has_value()) continue;
     lock.unlock();
-    (void)inner()->Put(std::move(d->key), std::move(d->value), Deadline::Infinite());
+    (void)Land(std::move(d->key), std::move(d->value), d->fence ? &*d->fence : nullptr,
+               Deadline::Infinite());
     lock.lock();
   }
 }

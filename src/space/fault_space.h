@@ -65,6 +65,9 @@ class FaultSpace final : public SpaceWrapper {
 
   using Space::Put;
   Status Put(Key key, Value value, Deadline deadline) override;
+  // The same faults as a put's; a delayed or reordered one is checked against its fence when it
+  // lands (a put in flight while another writer swaps the cell).
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
   bool AcknowledgesPuts() const override { return false; }  // it drops and delays them
   Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
                             Deadline deadline) override;
@@ -77,8 +80,12 @@ class FaultSpace final : public SpaceWrapper {
     Clock::time_point at;
     Key key;
     Value value;
+    std::optional<Fence> fence;
     bool operator>(const Delayed& o) const { return at > o.at; }
   };
+  Status PutWithFaults(Key key, Value value, const Fence* fence, Deadline deadline);
+  // The put itself, to the inner space.
+  Status Land(Key key, Value value, const Fence* fence, Deadline deadline);
   void DeliverDelayed();
   // Lands the put held back for reordering, if any.
   void ReleaseHeld();

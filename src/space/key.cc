@@ -87,4 +87,27 @@ bool Pattern::Matches(const Key& key) const {
   return key.token_count() == n;
 }
 
+bool Pattern::Overlaps(const Pattern& other) const {
+  const size_t n = token_count(), m = other.token_count();
+  for (size_t i = 0; i < n && i < m; ++i) {
+    std::string_view a = token(i), b = other.token(i);
+    if (a == ">" || b == ">") return true;  // the other has a token here: the rest can agree
+    if (a != "*" && b != "*" && a != b) return false;
+  }
+  return n == m;
+}
+
+bool Pattern::Covers(const Pattern& other) const {
+  const size_t n = token_count(), m = other.token_count();
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view a = token(i);
+    if (i >= m) return false;
+    std::string_view b = other.token(i);
+    if (a == ">") return true;  // `other` has a token (or more) from here
+    if (b == ">") return false;
+    if (a != "*" && (b == "*" || a != b)) return false;
+  }
+  return n == m;
+}
+
 }  // namespace acan

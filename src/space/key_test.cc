@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 namespace acan {
 namespace {
 
@@ -63,6 +67,45 @@ TEST(PatternTest, ExactlyMatchesOnlyItsKey) {
   EXPECT_TRUE(p.literal());
   EXPECT_TRUE(p.Matches(k));
   EXPECT_FALSE(p.Matches(Key::Parse("a.b.c").value()));
+}
+
+// Overlaps and Covers against brute force: every key of 1 to 5 tokens over {a, b, c} (c in no
+// pattern), for every pattern of 1 to 3 tokens over {a, b, *, >}.
+TEST(PatternTest, OverlapsAndCoversAgreeWithEveryKey) {
+  std::vector<std::string> patterns, keys;
+  const std::vector<std::string> ptok = {"a", "b", "*", ">"}, ktok = {"a", "b", "c"};
+  std::function<void(std::string, int)> grow_p = [&](std::string p, int n) {
+    if (!p.empty()) patterns.push_back(p);
+    if (n == 3 || p.ends_with(">")) return;
+    for (const auto& t : ptok) grow_p(p.empty() ? t : p + "." + t, n + 1);
+  };
+  std::function<void(std::string, int)> grow_k = [&](std::string k, int n) {
+    if (!k.empty()) keys.push_back(k);
+    if (n == 5) return;
+    for (const auto& t : ktok) grow_k(k.empty() ? t : k + "." + t, n + 1);
+  };
+  grow_p("", 0);
+  grow_k("", 0);
+  std::vector<Key> parsed_keys;
+  for (const auto& k : keys) parsed_keys.push_back(Key::Parse(k).value());
+  int overlapping = 0, covering = 0;
+  for (const auto& x : patterns) {
+    const Pattern a = Pattern::Parse(x).value();
+    for (const auto& y : patterns) {
+      const Pattern b = Pattern::Parse(y).value();
+      bool some = false, all = true;
+      for (const Key& k : parsed_keys) {
+        some = some || (a.Matches(k) && b.Matches(k));
+        all = all && (!b.Matches(k) || a.Matches(k));
+      }
+      EXPECT_EQ(a.Overlaps(b), some) << x << " / " << y;
+      EXPECT_EQ(a.Covers(b), all) << x << " covers " << y;
+      overlapping += some;
+      covering += all;
+    }
+  }
+  EXPECT_GT(overlapping, 100);
+  EXPECT_GT(covering, 50);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "space/cell_internal.h"
 #include "space/mem/mem_space.h"
 #include "space/nats/nats_space.h"
 #include "space/uri_internal.h"
@@ -59,6 +60,14 @@ std::string_view SpaceOpName(SpaceOp op) {
 }
 
 // ---- conveniences ----
+
+Status Space::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
+  ACAN_ASSIGN_OR_RETURN(Cell cell, ReadCell(fence.cell));
+  if (cell.revision != fence.revision) {
+    return FenceMoved(key, fence, uri(), RevisionWords(cell.revision));
+  }
+  return Put(std::move(key), std::move(value), deadline);
+}
 
 Status Space::Put(std::string_view key, Value value, Deadline deadline) {
   ACAN_ASSIGN_OR_RETURN(Key k, Key::Parse(key));

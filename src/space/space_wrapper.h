@@ -24,6 +24,9 @@ class SpaceWrapper : public Space {
   Status Put(Key key, Value value, Deadline deadline) override {
     return inner_->Put(std::move(key), std::move(value), deadline);
   }
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override {
+    return inner_->PutFenced(std::move(key), std::move(value), fence, deadline);
+  }
   Result<std::optional<Tuple>> Read(const Pattern& p) override { return inner_->Read(p); }
   Result<Tuple> Get(const Pattern& p, Deadline d) override { return inner_->Get(p, d); }
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override {

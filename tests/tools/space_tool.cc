@@ -3,12 +3,14 @@
 //   put KEY TEXT         puts TEXT under KEY
 //   swap-cell KEY TEXT   swaps cell KEY from revision 0 to TEXT
 //   read PATTERN         prints the first matching tuple's key
+// The space is opened as every process of job 'job' opens it (acan::JobSpaceOptions).
 // Exit 0 on success; 3 and the status on stderr when the space refuses (PermissionDenied);
 // 1 for any other failure; 2 for bad usage.
 #include <cstdio>
 #include <string>
 
 #include "acan/space.h"
+#include "acan/worker.h"
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -16,7 +18,7 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  auto space = acan::OpenSpace(argv[1]);
+  auto space = acan::OpenSpace(argv[1], acan::JobSpaceOptions("job").value());
   if (!space.ok()) {
     std::fprintf(stderr, "space_tool: %s\n", space.status().ToString().c_str());
     return 1;

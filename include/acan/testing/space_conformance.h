@@ -455,6 +455,123 @@ TYPED_TEST_P(SpaceConformance, OfConcurrentSwapsFromOneRevisionOneWins) {
   std::printf("[ cells    ] %d swaps won, %d refused\n", wins.load(), refused.load());
 }
 
+
+// "job.p.t<t>.v<i>": the key of thread t's i-th put in the fenced tests.
+inline std::string fmt_key(int t, int i) {
+  return "job.p.t" + std::to_string(t) + ".v" + std::to_string(i);
+}
+
+// The options under which a space keeps fenced puts (SpaceOptions::fenced): the keys the tests
+// below put fenced, and the cells that fence them.
+inline SpaceOptions FencedOptions() {
+  SpaceOptions o;
+  for (const char* p : {"job.p.>", "job.m.lease", "job.m.other"}) {
+    o.fenced.push_back(Pattern::Parse(p).value());
+  }
+  return o;
+}
+
+// A fenced put lands only while its cell is at its revision; refused, it stores nothing; stored,
+// it is a tuple like any other (read, taken, erased, counted, large values too).
+TYPED_TEST_P(SpaceConformance, FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision) {
+  auto s = this->Open(FencedOptions());
+  const Key lease = Key::Parse("job.m.lease").value();
+  auto r1 = s->SwapCell(lease, this->V("m0"), 0, Deadline::After(5s));
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  ASSERT_TRUE(s->PutFenced(Key::Parse("job.p.w.v1").value(), this->V("one"), {lease, *r1}).ok());
+  ASSERT_TRUE(s->PutFenced(Key::Parse("job.p.w.v2").value(), this->V("two"), {lease, *r1}).ok());
+  auto r2 = s->SwapCell(lease, this->V("m1"), *r1, Deadline::After(5s));
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  const Status stale = s->PutFenced(Key::Parse("job.p.w.v3").value(), this->V("stale"),
+                                    {lease, *r1});
+  ASSERT_EQ(stale.code(), StatusCode::kFailedPrecondition) << stale.ToString();
+  EXPECT_NE(stale.message().find(std::to_string(*r2)), std::string::npos)
+      << "names the revision found: " << stale.ToString();
+  EXPECT_FALSE(s->Read("job.p.w.v3").value().has_value()) << "a refused put stored nothing";
+  ASSERT_TRUE(s->PutFenced(Key::Parse("job.p.w.v3").value(), this->V("three"), {lease, *r2}).ok());
+  // A value larger than a message of a network backend, both ways.
+  const std::string big(3 << 20, 'x');
+  ASSERT_TRUE(s->PutFenced(Key::Parse("job.p.big.v1").value(), this->V(big), {lease, *r2}).ok());
+  EXPECT_EQ(s->PutFenced(Key::Parse("job.p.big.v2").value(), this->V(big), {lease, *r1}).code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(s->Put("job.task.a", this->V("plain")).ok());
+  EXPECT_EQ(s->Stats().tuples, 5u);
+  auto all = s->ReadAll("job.>");
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::vector<std::string> keys;
+  for (const Tuple& t : *all) keys.push_back(t.key.str());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, (std::vector<std::string>{"job.p.big.v1", "job.p.w.v1", "job.p.w.v2",
+                                            "job.p.w.v3", "job.task.a"}));
+  auto big_back = s->Read("job.p.big.v1");
+  ASSERT_TRUE(big_back.ok() && big_back->has_value());
+  EXPECT_EQ((*big_back)->value.AsString(), big);
+  EXPECT_EQ(this->GetStr(*s, "job.p.w.v1"), "one");
+  auto taken = s->Take(Pattern::Parse("job.p.w.*").value(), 10, Deadline::After(2s));
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_EQ(taken->size(), 2u);
+  EXPECT_EQ(s->Erase(Pattern::Parse("job.>").value()).value_or(99), 2u);
+  EXPECT_EQ(s->Stats().tuples, 0u);
+  EXPECT_EQ(s->ReadCell(lease).value().revision, *r2) << "erasing tuples leaves the cell";
+}
+
+// Fenced puts from several threads while one swaps the cell: every put that began after the
+// swap returned is refused, every put that returned Ok before the swap began is stored, and what
+// is stored is exactly the puts that returned Ok.
+TYPED_TEST_P(SpaceConformance, NoFencedPutLandsAfterItsCellWasSwapped) {
+  auto s = this->Open(FencedOptions());
+  const Key lease = Key::Parse("job.m.lease").value();
+  const Key other = Key::Parse("job.m.other").value();
+  const uint64_t r1 = s->SwapCell(lease, this->V("m0"), 0, Deadline::After(5s)).value();
+  // Each thread puts until it has made kAfter puts that began after the swap returned.
+  constexpr int kThreads = 3, kAfter = 5;
+  std::atomic<int> started{0};
+  std::atomic<bool> swap_began{false}, swap_done{false};
+  std::vector<std::vector<std::pair<int, char>>> outcome(kThreads);  // put, 'o'k/'r'efused
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0, later = 0; later < kAfter; ++i) {
+        started.fetch_add(1);
+        const bool after = swap_done.load();
+        later += after;
+        const bool before = !swap_began.load();
+        const Key key = Key::Parse(fmt_key(t, i)).value();
+        Status put = s->PutFenced(key, Value::FromString(key.str()), {lease, r1},
+                                  Deadline::After(10s));
+        const bool ended_before = !swap_began.load();
+        ASSERT_TRUE(put.ok() || put.code() == StatusCode::kFailedPrecondition) << put.ToString();
+        if (after) EXPECT_FALSE(put.ok()) << key.str() << " began after the swap and landed";
+        if (before && ended_before) EXPECT_TRUE(put.ok()) << put.ToString();
+        outcome[t].emplace_back(i, put.ok() ? 'o' : 'r');
+        // Another cell's swap between puts: the fence of this one has not moved.
+        if (i % 7 == 3 && t == 0) {
+          auto c = s->ReadCell(other).value();
+          (void)s->SwapCell(other, Value::FromString("x"), c.revision, Deadline::After(5s));
+        }
+      }
+    });
+  }
+  while (started.load() < kThreads * 10) std::this_thread::yield();
+  swap_began.store(true);
+  ASSERT_TRUE(s->SwapCell(lease, this->V("m1"), r1, Deadline::After(5s)).ok());
+  swap_done.store(true);
+  for (auto& t : threads) t.join();
+  int landed = 0, refused = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (const auto& [i, what] : outcome[t]) {
+      auto back = s->Read(fmt_key(t, i));
+      ASSERT_TRUE(back.ok()) << back.status().ToString();
+      EXPECT_EQ(back->has_value(), what == 'o') << fmt_key(t, i);
+      (what == 'o' ? landed : refused)++;
+    }
+  }
+  EXPECT_GT(landed, 0);
+  EXPECT_GT(refused, 0);
+  std::printf("[ fenced   ] %d fenced puts landed before the swap, %d refused after it\n", landed,
+              refused);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
                             ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
                             CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
@@ -463,6 +580,8 @@ REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAnd
                             StatsCountOperations, AgreesWithALinearModel,
                             OverlappingTakersTakeEachTupleOnce,
                             EraseRemovesEveryMatchAndNothingElse, CellsChangeOnlyFromTheirRevision,
-                            OfConcurrentSwapsFromOneRevisionOneWins);
+                            OfConcurrentSwapsFromOneRevisionOneWins,
+                            FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision,
+                            NoFencedPutLandsAfterItsCellWasSwapped);
 
 }  // namespace acan::testing

@@ -42,6 +42,14 @@ void MemSpace::UnlinkWaiterLocked(Waiter* w) {
 }
 
 Status MemSpace::Put(Key key, Value value, Deadline deadline) {
+  return PutChecked(std::move(key), std::move(value), nullptr, deadline);
+}
+
+Status MemSpace::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
+  return PutChecked(std::move(key), std::move(value), &fence, deadline);
+}
+
+Status MemSpace::PutChecked(Key key, Value value, const Fence* fence, Deadline deadline) {
   const auto start = Clock::now();
   const size_t size = value.size();
   auto done = [&](Status s) {
@@ -79,6 +87,13 @@ Status MemSpace::Put(Key key, Value value, Deadline deadline) {
       }
       --room_waiters_;
       if (closed_) return done(CancelledStatus());
+    }
+    if (fence != nullptr) {  // under the lock that stores the tuple: no swap comes in between
+      auto it = cells_.find(fence->cell.str());
+      const uint64_t found = it == cells_.end() ? 0 : it->second.revision;
+      if (found != fence->revision) {
+        return done(FenceMoved(key, *fence, uri_, RevisionWords(found)));
+      }
     }
     bytes_ += size;
     stats_.CountBytes(size, 0);
@@ -259,9 +274,7 @@ Result<uint64_t> MemSpace::SwapCell(const Key& key, Value value, uint64_t expect
     auto it = cells_.find(key.str());
     const uint64_t found = it == cells_.end() ? 0 : it->second.revision;
     if (found != expected) {
-      return CellMoved(
-          key, expected, uri_,
-          found == 0 ? "no revision (there is no cell)" : fmt::format("revision {}", found));
+      return CellMoved(key, expected, uri_, RevisionWords(found));
     }
     stats_.CountBytes(value.size(), 0);
     Cell& cell = cells_[key.str()];

@@ -32,6 +32,7 @@ class MemSpace final : public Space {
   using Space::ReadAll;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& pattern) override;
   Result<Tuple> Get(const Pattern& pattern, Deadline deadline) override;
   Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
@@ -45,6 +46,8 @@ class MemSpace final : public Space {
   const std::string& uri() const override { return uri_; }
 
  private:
+  // Put, and when `fence` is set only while its cell is at its revision.
+  Status PutChecked(Key key, Value value, const Fence* fence, Deadline deadline);
   struct Waiter : std::enable_shared_from_this<Waiter> {
     const Pattern* pattern = nullptr;
     std::condition_variable cv;

@@ -98,6 +98,7 @@ struct MsgGuard {
 }  // namespace
 
 struct NatsSpace::Head {
+  const Store* store = nullptr;
   uint64_t seq = 0;
   Key key;
   size_t size = 0;
@@ -108,11 +109,14 @@ struct NatsSpace::Head {
 NatsSpace::NatsSpace(std::string uri, NatsSpaceOptions options)
     : uri_(std::move(uri)),
       options_(std::move(options)),
-      tuple_prefix_(options_.stream + ".t."),
+      tuples_{options_.stream, options_.stream + ".t.", options_.stream + ".t."},
+      fenced_{options_.stream + "_fenced", options_.stream + ".f.t.", options_.stream + ".w.t."},
       chunk_prefix_(options_.stream + ".c."),
       chunk_stream_(options_.stream + "_chunks"),
       cell_prefix_(options_.stream + ".r."),
       cell_stream_(options_.stream + "_cells"),
+      fenced_cell_prefix_(options_.stream + ".f.r."),
+      fenced_keys_(options_.limits.fenced),
       client_id_(RandomId()) {}
 
 NatsSpace::~NatsSpace() {
@@ -137,10 +141,12 @@ Deadline NatsSpace::NonBlocking() const {
 Result<std::unique_ptr<NatsSpace>> NatsSpace::Open(std::string uri, NatsSpaceOptions options) {
   std::unique_ptr<NatsSpace> space(new NatsSpace(std::move(uri), std::move(options)));
   ACAN_RETURN_IF_ERROR(space->Connect());
-  ACAN_RETURN_IF_ERROR(space->EnsureStream(space->options_.stream, space->tuple_prefix_ + ">"));
+  ACAN_RETURN_IF_ERROR(space->EnsureStream(space->options_.stream, space->tuples_.prefix + ">"));
   ACAN_RETURN_IF_ERROR(space->EnsureStream(space->chunk_stream_, space->chunk_prefix_ + ">"));
   ACAN_RETURN_IF_ERROR(
-      space->EnsureStream(space->cell_stream_, space->cell_prefix_ + ">", /*cells=*/true));
+      space->EnsureStream(space->cell_stream_, space->cell_prefix_ + ">", StreamKind::kCells));
+  ACAN_RETURN_IF_ERROR(space->EnsureStream(space->fenced_.stream, space->options_.stream + ".f.>",
+                                           StreamKind::kFenced));
   return space;
 }
 
@@ -205,7 +211,8 @@ Status NatsSpace::Connect() {
   return Status::Ok();
 }
 
-Status NatsSpace::EnsureStream(const std::string& name, const std::string& subjects, bool cells) {
+Status NatsSpace::EnsureStream(const std::string& name, const std::string& subjects,
+                               StreamKind kind) {
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetStreamInfo(&si, js_, name.c_str(), nullptr, &jerr);
@@ -224,10 +231,19 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   cfg.Storage = options_.memory_storage ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options_.replicas;
   cfg.AllowDirect = true;
-  if (cells) {
+  if (kind == StreamKind::kCells) {
     cfg.MaxMsgsPerSubject = 1;  // a new revision replaces the old one
     cfg.DenyDelete = true;
-    cfg.DenyPurge = true;  // the lease and the audit log: nobody wipes them
+    cfg.DenyPurge = true;  // the audit log: nobody wipes it
+  }
+  // What the fenced stream stores, and only that (a refused put is not), for WatchPuts.
+  const std::string republish_from = fenced_.prefix + ">", republish_to = fenced_.watch_prefix + ">";
+  jsRePublish republish;
+  if (kind == StreamKind::kFenced) {
+    jsRePublish_Init(&republish);
+    republish.Source = republish_from.c_str();
+    republish.Destination = republish_to.c_str();
+    cfg.RePublish = &republish;
   }
   si = nullptr;
   jerr = static_cast<jsErrCode>(0);
@@ -293,8 +309,37 @@ Status NatsSpace::Retry(const char* what, Deadline deadline, Request request) co
   }
 }
 
-std::string NatsSpace::TupleFilter(const Pattern& pattern) const {
-  return tuple_prefix_ + "*." + pattern.str();
+std::string NatsSpace::TupleFilter(const Store& store, const Pattern& pattern) const {
+  return store.prefix + "*." + pattern.str();
+}
+
+bool NatsSpace::IsFenced(const Key& key) const {
+  for (const Pattern& p : fenced_keys_) {
+    if (p.Matches(key)) return true;
+  }
+  return false;
+}
+
+const NatsSpace::Store& NatsSpace::StoreOf(const Key& key) const {
+  return IsFenced(key) ? fenced_ : tuples_;
+}
+
+std::vector<const NatsSpace::Store*> NatsSpace::StoresFor(const Pattern& pattern) const {
+  bool overlaps = false;
+  for (const Pattern& p : fenced_keys_) {
+    if (p.Covers(pattern)) return {&fenced_};
+    overlaps = overlaps || p.Overlaps(pattern);
+  }
+  if (overlaps) return {&tuples_, &fenced_};
+  return {&tuples_};
+}
+
+std::string NatsSpace::CellSubject(const Key& key) const {
+  return (IsFenced(key) ? fenced_cell_prefix_ : cell_prefix_) + key.str();
+}
+
+const std::string& NatsSpace::CellStream(const Key& key) const {
+  return IsFenced(key) ? fenced_.stream : cell_stream_;
 }
 
 std::string NatsSpace::ChunkSubject(std::string_view id, size_t i) const {
@@ -315,7 +360,8 @@ Status NatsSpace::DirectGet(const std::string& stream, jsDirectGetMsgOptions* op
 
 Status NatsSpace::Publish(const std::string& subject, const void* data, size_t size,
                           const char* chunks_header, Deadline deadline,
-                          const uint64_t* expect_subject_seq, uint64_t* seq) {
+                          const uint64_t* expect_subject_seq, uint64_t* seq,
+                          const uint64_t* expect_stream_seq) {
   const std::string msg_id = fmt::format("{}-{}", client_id_, next_id_.fetch_add(1));
   jsPubOptions po;
   jsPubOptions_Init(&po);
@@ -327,6 +373,7 @@ Status NatsSpace::Publish(const std::string& subject, const void* data, size_t s
     po.ExpectLastSubjectSeq = *expect_subject_seq;
     po.ExpectNoMessage = *expect_subject_seq == 0;
   }
+  if (expect_stream_seq != nullptr) po.ExpectLastSeq = *expect_stream_seq;
   natsStatus result = NATS_OK;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   ACAN_RETURN_IF_ERROR(Retry("put", deadline, [&] {
@@ -396,6 +443,22 @@ Status NatsSpace::WaitForRoom(const Key& key, size_t size, Deadline deadline) {
 }
 
 Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
+  return PutValue(std::move(key), std::move(value), nullptr, deadline);
+}
+
+Status NatsSpace::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
+  if (!IsFenced(key) || !IsFenced(fence.cell)) {
+    const Status s = Status::InvalidArgument(fmt::format(
+        "fenced put of '{}' (cell '{}') in space '{}': both keys must match the space's fenced "
+        "patterns (SpaceOptions::fenced), or the server cannot check the one against the other",
+        key.str(), fence.cell.str(), uri_));
+    stats_.Record(SpaceOp::kPut, Clock::now(), s);
+    return s;
+  }
+  return PutValue(std::move(key), std::move(value), &fence, deadline);
+}
+
+Status NatsSpace::PutValue(Key key, Value value, const Fence* fence, Deadline deadline) {
   const auto start = Clock::now();
   auto done = [&](Status s) {
     stats_.Record(SpaceOp::kPut, start, s);
@@ -409,9 +472,12 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
                     key.str(), size, options_.limits.max_value_bytes)));
   }
   if (Status room = WaitForRoom(key, size, deadline); !room.ok()) return done(room);
-  const std::string subject = fmt::format("{}{}.{}", tuple_prefix_, size, key.str());
+  const std::string subject = fmt::format("{}{}.{}", StoreOf(key).prefix, size, key.str());
   stats_.CountBytes(size, 0);
   if (size <= chunk_bytes_) {
+    if (fence != nullptr) {
+      return done(PublishFenced(key, subject, value, nullptr, *fence, deadline));
+    }
     return done(Publish(subject, value.data(), size, nullptr, deadline));
   }
   // Chunks first, then the tuple that names them: a reader sees the tuple only once every chunk
@@ -426,12 +492,113 @@ Status NatsSpace::Put(Key key, Value value, Deadline deadline) {
     if (i + 1 < count) KillPoint("chunk");
   }
   const std::string header = fmt::format("{} {} {}", count, wire::Crc32(value.data(), size), id);
+  if (fence != nullptr) {
+    Status s = PublishFenced(key, subject, Value(), header.c_str(), *fence, deadline);
+    if (!s.ok()) {  // refused: its chunks would be garbage
+      jsOptions jo;
+      jsOptions_Init(&jo);
+      const std::string chunk_filter = chunk_prefix_ + id + ".>";
+      jo.Stream.Purge.Subject = chunk_filter.c_str();
+      (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
+    }
+    return done(s);
+  }
   return done(Publish(subject, nullptr, 0, header.c_str(), deadline));
+}
+
+Result<uint64_t> NatsSpace::FencedLastSequence(Deadline deadline) const {
+  jsStreamInfo* si = nullptr;
+  natsStatus result = NATS_OK;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  ACAN_RETURN_IF_ERROR(Retry("fenced put", deadline, [&] {
+    jsStreamInfo_Destroy(si);
+    si = nullptr;
+    jerr = static_cast<jsErrCode>(0);
+    result = js_GetStreamInfo(&si, js_, fenced_.stream.c_str(), nullptr, &jerr);
+    return result;
+  }));
+  const uint64_t last = result == NATS_OK ? si->State.LastSeq : 0;
+  jsStreamInfo_Destroy(si);
+  if (result != NATS_OK) {
+    return Status::Unavailable(fmt::format("fenced put in space '{}': no stream info: {}", uri_,
+                                           NatsError(result, jerr)));
+  }
+  return last;
+}
+
+Result<uint64_t> NatsSpace::CellRevisionAtLeader(const Key& key, Deadline deadline) const {
+  const std::string subject = CellSubject(key);
+  natsMsg* msg = nullptr;
+  natsStatus result = NATS_OK;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  ACAN_RETURN_IF_ERROR(Retry("fenced put", deadline, [&] {
+    natsMsg_Destroy(msg);
+    msg = nullptr;
+    jerr = static_cast<jsErrCode>(0);
+    result = js_GetLastMsg(&msg, js_, CellStream(key).c_str(), subject.c_str(), nullptr, &jerr);
+    return result;
+  }));
+  MsgGuard got{msg};
+  if (result == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return uint64_t{0};
+  if (result != NATS_OK) {
+    return Status::Unavailable(fmt::format("fenced put in space '{}': cannot read cell '{}': {}",
+                                           uri_, key.str(), NatsError(result, jerr)));
+  }
+  return natsMsg_GetSequence(msg);
+}
+
+// A publish expecting the stream's last sequence to be one at which the fence's cell was read at
+// its revision: stored only if nothing was stored since, so a swap of the cell in between (a
+// standby that took the lease) makes the server refuse it whenever it arrives. Another writer's
+// put in between refuses it too: then the cell is read again and, if still at the revision, the
+// publish goes again from the new last sequence.
+Status NatsSpace::PublishFenced(const Key& key, const std::string& subject, const Value& value,
+                                const char* chunks_header, const Fence& fence,
+                                Deadline deadline) {
+  // Where the last fenced put of this client with the same fence was stored: nothing else was
+  // stored between the read of the cell at that revision and it, so a publish expecting it as the
+  // last sequence is fenced as well. Any other fence starts with a read of its cell.
+  std::optional<uint64_t> expect;
+  {
+    std::lock_guard lock(mu_);
+    if (fence_seen_.revision == fence.revision && fence_seen_.cell == fence.cell.str()) {
+      expect = fence_seen_.seq;
+    }
+  }
+  for (int round = 0;; ++round) {
+    if (!expect.has_value()) {
+      // The stream's last sequence, then the cell, in that order: a swap after the first read
+      // makes the publish below fail, one before it shows in the second.
+      ACAN_ASSIGN_OR_RETURN(uint64_t last, FencedLastSequence(deadline));
+      ACAN_ASSIGN_OR_RETURN(uint64_t revision, CellRevisionAtLeader(fence.cell, deadline));
+      if (revision != fence.revision) return FenceMoved(key, fence, uri_, RevisionWords(revision));
+      expect = last;
+    }
+    KillPoint("fenced");  // the last moment before the put is on its way
+    uint64_t seq = 0;
+    Status s = Publish(subject, value.data(), value.size(), chunks_header, deadline, nullptr,
+                       &seq, &*expect);
+    if (s.ok()) {
+      std::lock_guard lock(mu_);
+      fence_seen_ = {fence.cell.str(), fence.revision, seq};
+      return Status::Ok();
+    }
+    if (s.code() != StatusCode::kFailedPrecondition) return s;
+    // Something was stored since: another writer's put, or a swap of the cell. Look again.
+    expect.reset();
+    if (deadline.expired() && round > 0) {
+      return Status::Unavailable(fmt::format(
+          "fenced put of '{}' in space '{}': other writers kept the stream busy until the "
+          "deadline",
+          key.str(), uri_));
+    }
+  }
 }
 
 // ---- read and take ----
 
-Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& filter, uint64_t from,
+Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const Store& store,
+                                                           const std::string& filter, uint64_t from,
                                                            Deadline deadline) {
   MsgGuard got;
   jsDirectGetMsgOptions dg;
@@ -439,7 +606,7 @@ Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& fi
   dg.Sequence = from;
   dg.NextBySubject = filter.c_str();
   natsStatus result = NATS_OK;
-  ACAN_RETURN_IF_ERROR(DirectGet(options_.stream, &dg, deadline, &got.msg, &result));
+  ACAN_RETURN_IF_ERROR(DirectGet(store.stream, &dg, deadline, &got.msg, &result));
   if (result == NATS_NOT_FOUND) return std::optional<Head>();
   if (result != NATS_OK) {
     if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
@@ -451,6 +618,7 @@ Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& fi
   natsMsgHeader_Get(got.msg, "Nats-Sequence", &seq_text);
   natsMsgHeader_Get(got.msg, "Nats-Subject", &subject);
   Head head;
+  head.store = &store;
   std::string_view subj = subject ? subject : "";
   std::string_view seq_view = seq_text ? seq_text : "";
   auto bad = [&](std::string_view why) {
@@ -460,8 +628,8 @@ Result<std::optional<NatsSpace::Head>> NatsSpace::FindFrom(const std::string& fi
   auto seq = wire::ParseSequence(seq_view);
   if (!seq.ok()) return bad(seq.status().message());
   head.seq = *seq;
-  if (!subj.starts_with(tuple_prefix_)) return bad("outside the tuple subjects");
-  subj.remove_prefix(tuple_prefix_.size());
+  if (!subj.starts_with(store.prefix)) return bad("outside the tuple subjects");
+  subj.remove_prefix(store.prefix.size());
   auto parsed = wire::ParseTupleSubject(subj, options_.limits.max_value_bytes);
   if (!parsed.ok()) return bad(parsed.status().message());
   head.size = parsed->size;
@@ -526,7 +694,7 @@ Result<bool> NatsSpace::DeleteHead(const Head& head, Deadline deadline) {
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = options_.request_ms;
-    result = js_DeleteMsg(js_, options_.stream.c_str(), head.seq, &jo, &jerr);
+    result = js_DeleteMsg(js_, head.store->stream.c_str(), head.seq, &jo, &jerr);
     return result;
   }));
   if (result == NATS_OK) return true;
@@ -538,15 +706,16 @@ Result<bool> NatsSpace::DeleteHead(const Head& head, Deadline deadline) {
 
 Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max_count,
                                               Deadline deadline) {
-  const std::string filter = TupleFilter(pattern);
   std::vector<Tuple> out;
   // An error after some tuples were taken ends the pouch with those: they are gone from the space.
   auto fail = [&](Status s) -> Result<std::vector<Tuple>> {
     if (out.empty()) return s;
     return std::move(out);
   };
+  for (const Store* store : StoresFor(pattern)) {
+  const std::string filter = TupleFilter(*store, pattern);
   for (uint64_t from = 1; out.size() < max_count;) {
-    auto head = FindFrom(filter, from, deadline);
+    auto head = FindFrom(*store, filter, from, deadline);
     if (!head.ok()) return fail(head.status());
     if (!*head) break;
     from = (*head)->seq + 1;
@@ -573,15 +742,17 @@ Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max
     stats_.CountBytes(0, value.size());
     out.push_back(Tuple{std::move(taken->key), std::move(value)});
   }
+  }
   return out;
 }
 
 Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
                                            Deadline deadline) {
-  const std::string filter = TupleFilter(pattern);
   std::vector<Tuple> out;
+  for (const Store* store : StoresFor(pattern)) {
+  const std::string filter = TupleFilter(*store, pattern);
   for (uint64_t from = 1; out.size() < limit;) {
-    ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(filter, from, deadline));
+    ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(*store, filter, from, deadline));
     if (!head) break;
     from = head->seq + 1;
     auto value = LoadValue(*head, deadline);
@@ -592,7 +763,7 @@ Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
       jsDirectGetMsgOptions dg;
       jsDirectGetMsgOptions_Init(&dg);
       dg.Sequence = head->seq;
-      if (js_DirectGetMsg(&still.msg, js_, options_.stream.c_str(), nullptr, &dg) ==
+      if (js_DirectGetMsg(&still.msg, js_, store->stream.c_str(), nullptr, &dg) ==
           NATS_NOT_FOUND) {
         continue;
       }
@@ -600,6 +771,7 @@ Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
     }
     stats_.CountBytes(0, value->size());
     out.push_back(Tuple{std::move(head->key), std::move(value).value()});
+  }
   }
   return out;
 }
@@ -636,10 +808,10 @@ void NatsSpace::OnPutWatched(natsConnection*, natsSubscription*, natsMsg* msg, v
     watch->space->watch_chunked_.fetch_add(1);
     return;
   }
-  // <stream>.t.<size>.<key>
+  // <stream>.t.<size>.<key>, or <stream>.w.t.<size>.<key> (what the fenced stream stored)
   std::string_view subject = natsMsg_GetSubject(msg);
-  if (!subject.starts_with(watch->space->tuple_prefix_)) return;
-  subject.remove_prefix(watch->space->tuple_prefix_.size());
+  if (!subject.starts_with(watch->prefix)) return;
+  subject.remove_prefix(watch->prefix.size());
   const size_t dot = subject.find('.');
   if (dot == std::string_view::npos) return;
   auto key = Key::Parse(subject.substr(dot + 1));
@@ -650,23 +822,26 @@ void NatsSpace::OnPutWatched(natsConnection*, natsSubscription*, natsMsg* msg, v
 
 Status NatsSpace::WatchPuts(const Pattern& pattern,
                             std::function<void(const Key&, const Value&)> on_put) {
-  auto watch = std::make_unique<PutWatch>();
-  watch->space = this;
-  watch->on_put = std::move(on_put);
-  const std::string filter = TupleFilter(pattern);
   std::lock_guard lock(mu_);
   if (closed_.load()) return CancelledStatus();
-  natsStatus s = natsConnection_Subscribe(&watch->sub, nc_, filter.c_str(),
-                                          &NatsSpace::OnPutWatched, watch.get());
-  // Every put counts: no limit on what waits for the callback (the default drops past 64 MB).
-  if (s == NATS_OK) s = natsSubscription_SetPendingLimits(watch->sub, -1, -1);
-  if (s == NATS_OK) s = natsConnection_Flush(nc_);  // subscribed at the server before returning
-  if (s != NATS_OK) {
-    natsSubscription_Destroy(watch->sub);
-    return Status::Unavailable(
-        fmt::format("watching '{}' in space '{}' failed: {}", filter, uri_, NatsError(s, 0)));
+  for (const Store* store : StoresFor(pattern)) {
+    auto watch = std::make_unique<PutWatch>();
+    watch->space = this;
+    watch->on_put = on_put;
+    watch->prefix = store->watch_prefix;
+    const std::string filter = store->watch_prefix + "*." + pattern.str();
+    natsStatus s = natsConnection_Subscribe(&watch->sub, nc_, filter.c_str(),
+                                            &NatsSpace::OnPutWatched, watch.get());
+    // Every put counts: no limit on what waits for the callback (the default drops past 64 MB).
+    if (s == NATS_OK) s = natsSubscription_SetPendingLimits(watch->sub, -1, -1);
+    if (s == NATS_OK) s = natsConnection_Flush(nc_);  // subscribed at the server before returning
+    if (s != NATS_OK) {
+      natsSubscription_Destroy(watch->sub);
+      return Status::Unavailable(
+          fmt::format("watching '{}' in space '{}' failed: {}", filter, uri_, NatsError(s, 0)));
+    }
+    put_watches_.push_back(std::move(watch));
   }
-  put_watches_.push_back(std::move(watch));
   return Status::Ok();
 }
 
@@ -700,8 +875,9 @@ Status NatsSpace::WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op,
                       SpaceOpName(op), pattern.str(), uri_));
     }
     if (first) {
-      // Watch, then look again: a put between the first look and the watch is found.
-      watch = WatchFor(TupleFilter(pattern));
+      // Watch, then look again: a put between the first look and the watch is found. A pattern
+      // over both stores is watched in the first and looked at again every kMaxWaitSlice.
+      watch = WatchFor(TupleFilter(*StoresFor(pattern).front(), pattern));
       continue;
     }
     const auto until = std::min(deadline.at(), Clock::now() + kMaxWaitSlice);
@@ -789,7 +965,7 @@ void NatsSpace::Close() {
 // ---- stats ----
 
 Result<std::vector<std::pair<uint64_t, uint64_t>>> NatsSpace::SubjectCounts(
-    const std::string& filter, const char* what) const {
+    const Store& store, const std::string& filter, const char* what) const {
   jsStreamInfo* si = nullptr;
   natsStatus result = NATS_OK;
   jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -800,7 +976,7 @@ Result<std::vector<std::pair<uint64_t, uint64_t>>> NatsSpace::SubjectCounts(
     jo.Stream.Info.SubjectsFilter = filter.c_str();
     jsStreamInfo_Destroy(si);
     si = nullptr;
-    result = js_GetStreamInfo(&si, js_, options_.stream.c_str(), &jo, &jerr);
+    result = js_GetStreamInfo(&si, js_, store.stream.c_str(), &jo, &jerr);
     return result;
   }));
   if (result != NATS_OK) {
@@ -813,7 +989,7 @@ Result<std::vector<std::pair<uint64_t, uint64_t>>> NatsSpace::SubjectCounts(
   if (const jsStreamStateSubjects* subjects = si->State.Subjects) {
     for (int i = 0; i < subjects->Count; ++i) {
       std::string_view subj = subjects->List[i].Subject;
-      subj.remove_prefix(std::min(subj.size(), tuple_prefix_.size()));
+      subj.remove_prefix(std::min(subj.size(), store.prefix.size()));
       uint64_t size = 0;
       std::from_chars(subj.data(), subj.data() + subj.size(), size);
       out.emplace_back(size, subjects->List[i].Msgs);
@@ -824,11 +1000,13 @@ Result<std::vector<std::pair<uint64_t, uint64_t>>> NatsSpace::SubjectCounts(
 }
 
 Result<uint64_t> NatsSpace::StoredBytes(uint64_t* tuples) const {
-  ACAN_ASSIGN_OR_RETURN(auto counts, SubjectCounts(tuple_prefix_ + ">", "stats"));
   uint64_t bytes = 0, n = 0;
-  for (const auto& [size, msgs] : counts) {
-    bytes += size * msgs;
-    n += msgs;
+  for (const Store* store : {&tuples_, &fenced_}) {
+    ACAN_ASSIGN_OR_RETURN(auto counts, SubjectCounts(*store, store->prefix + ">", "stats"));
+    for (const auto& [size, msgs] : counts) {
+      bytes += size * msgs;
+      n += msgs;
+    }
   }
   if (tuples) *tuples = n;
   return bytes;
@@ -836,10 +1014,10 @@ Result<uint64_t> NatsSpace::StoredBytes(uint64_t* tuples) const {
 
 Result<size_t> NatsSpace::Erase(const Pattern& pattern) {
   const auto start = Clock::now();
-  auto erase = [&]() -> Result<size_t> {
+  auto erase_in = [&](const Store& store) -> Result<size_t> {
     if (closed_.load()) return CancelledStatus();
-    const std::string filter = TupleFilter(pattern);
-    ACAN_ASSIGN_OR_RETURN(auto counts, SubjectCounts(filter, "erase"));
+    const std::string filter = TupleFilter(store, pattern);
+    ACAN_ASSIGN_OR_RETURN(auto counts, SubjectCounts(store, filter, "erase"));
     uint64_t n = 0, bytes = 0;
     bool chunked = false;
     for (const auto& [size, msgs] : counts) {
@@ -860,7 +1038,7 @@ Result<size_t> NatsSpace::Erase(const Pattern& pattern) {
       jo.Wait = options_.request_ms;
       jo.Stream.Purge.Subject = filter.c_str();
       jerr = static_cast<jsErrCode>(0);
-      result = js_PurgeStream(js_, options_.stream.c_str(), &jo, &jerr);
+      result = js_PurgeStream(js_, store.stream.c_str(), &jo, &jerr);
       return result;
     }));
     if (result != NATS_OK) {
@@ -871,6 +1049,14 @@ Result<size_t> NatsSpace::Erase(const Pattern& pattern) {
     std::lock_guard lock(mu_);
     bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, bytes);
     return static_cast<size_t>(n);
+  };
+  auto erase = [&]() -> Result<size_t> {
+    size_t n = 0;
+    for (const Store* store : StoresFor(pattern)) {
+      ACAN_ASSIGN_OR_RETURN(size_t erased, erase_in(*store));
+      n += erased;
+    }
+    return n;
   };
   Result<size_t> r = erase();
   stats_.Record(SpaceOp::kErase, start, r.ok() ? Status::Ok() : r.status());
@@ -884,13 +1070,13 @@ Result<Cell> NatsSpace::ReadCell(const Key& key) {
   const auto start = Clock::now();
   auto read = [&]() -> Result<Cell> {
     if (closed_.load()) return CancelledStatus();
-    const std::string subject = cell_prefix_ + key.str();
+    const std::string subject = CellSubject(key);
     MsgGuard got;
     jsDirectGetMsgOptions dg;
     jsDirectGetMsgOptions_Init(&dg);
     dg.LastBySubject = subject.c_str();
     natsStatus result = NATS_OK;
-    ACAN_RETURN_IF_ERROR(DirectGet(cell_stream_, &dg, NonBlocking(), &got.msg, &result));
+    ACAN_RETURN_IF_ERROR(DirectGet(CellStream(key), &dg, NonBlocking(), &got.msg, &result));
     if (result == NATS_NOT_FOUND) return Cell();
     if (result != NATS_OK) {
       if (result == NATS_CONNECTION_CLOSED && closed_.load()) return CancelledStatus();
@@ -925,8 +1111,9 @@ Result<uint64_t> NatsSpace::SwapCell(const Key& key, Value value, uint64_t expec
     ACAN_RETURN_IF_ERROR(CheckCellValue(key, value, uri_));
     stats_.CountBytes(value.size(), 0);
     uint64_t revision = 0;
-    Status s = Publish(cell_prefix_ + key.str(), value.data(), value.size(), nullptr, deadline,
-                       &expected, &revision);
+    const std::string subject = CellSubject(key);
+    Status s = Publish(subject, value.data(), value.size(), nullptr, deadline, &expected,
+                       &revision);
     if (s.code() == StatusCode::kFailedPrecondition) {
       auto now = ReadCell(key);  // the server names no revision: look
       std::string found = "a later revision";
@@ -937,6 +1124,16 @@ Result<uint64_t> NatsSpace::SwapCell(const Key& key, Value value, uint64_t expec
       return CellMoved(key, expected, uri_, found);
     }
     ACAN_RETURN_IF_ERROR(s);
+    if (IsFenced(key)) {
+      // The fenced stream keeps every message: its cell's older revisions go (a failed purge
+      // leaves them for the next swap).
+      jsOptions jo;
+      jsOptions_Init(&jo);
+      jo.Wait = options_.request_ms;
+      jo.Stream.Purge.Subject = subject.c_str();
+      jo.Stream.Purge.Keep = 1;
+      (void)js_PurgeStream(js_, fenced_.stream.c_str(), &jo, nullptr);
+    }
     return revision;
   };
   auto r = swap();

@@ -25,6 +25,14 @@
 //    revision is the message's sequence. SwapCell publishes with the expected last sequence of the
 //    subject (none for revision 0), so the server lets exactly one of two swaps from a revision
 //    through.
+//  - Tuples and cells whose keys match SpaceOptions::fenced live apart, in the stream
+//    <stream>_fenced (<stream>.f.t.<size>.<key> and <stream>.f.r.<key>), so that a fenced put
+//    (PutFenced) can be conditional on its cell where it is stored: it publishes with the
+//    stream's expected last sequence, a sequence at which the cell was read at the fence's
+//    revision, so that the server refuses it if anything, a swap of the cell included, was
+//    stored there since (a put sent before the swap and arriving after it too). The stream
+//    republishes what it stores on <stream>.w.t.<size>.<key> for WatchPuts: a refused put is
+//    never seen as one.
 //  - Requests that fail because the connection is down are retried until the call's deadline
 //    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples.
 // Thread-safe: one connection shared by every thread of the process.
@@ -75,6 +83,7 @@ class NatsSpace final : public Space {
   using Space::ReadAll;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
+  Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
   Result<std::optional<Tuple>> Read(const Pattern& pattern) override;
   Result<Tuple> Get(const Pattern& pattern, Deadline deadline) override;
   Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
@@ -110,6 +119,12 @@ class NatsSpace final : public Space {
   LocalNatsServer* server() const { return server_.get(); }
 
  private:
+  // A stream of tuples: the plain ones, or the fenced ones (SpaceOptions::fenced).
+  struct Store {
+    std::string stream;
+    std::string prefix;        // of its tuples' subjects: <stream>.t. or <stream>.f.t.
+    std::string watch_prefix;  // where WatchPuts sees what it stored: the same, or <stream>.w.t.
+  };
   struct Head;  // a tuple's message: sequence, key, inline value or chunk list
   // Puts seen on one pattern's subjects, for the getters waiting on it.
   struct Watch {
@@ -122,6 +137,7 @@ class NatsSpace final : public Space {
   struct PutWatch {
     NatsSpace* space = nullptr;
     std::function<void(const Key&, const Value&)> on_put;
+    std::string prefix;  // of the subjects it gets, before <size>.<key>
     natsSubscription* sub = nullptr;
   };
   static void OnPutWatched(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
@@ -137,11 +153,30 @@ class NatsSpace final : public Space {
   // a request of another thread that fails in the same moment is told the same (a client whose
   // role allows what it does is never refused, so this happens only to one that tries more).
   Status RefusedSince(uint64_t violations_before, std::string_view what) const;
-  // `cells`: one message a subject, no deletes.
-  Status EnsureStream(const std::string& name, const std::string& subjects, bool cells = false);
+  enum class StreamKind { kTuples, kCells, kFenced };
+  // kCells: one message a subject, no deletes; kFenced: republishes its tuples for WatchPuts.
+  Status EnsureStream(const std::string& name, const std::string& subjects,
+                      StreamKind kind = StreamKind::kTuples);
 
-  // The first tuple matching `filter` at or after sequence `from`, or none.
-  Result<std::optional<Head>> FindFrom(const std::string& filter, uint64_t from, Deadline deadline);
+  bool IsFenced(const Key& key) const;
+  const Store& StoreOf(const Key& key) const;
+  // The stores that may hold a match of `pattern`: the plain one, the fenced one or both.
+  std::vector<const Store*> StoresFor(const Pattern& pattern) const;
+  std::string CellSubject(const Key& key) const;
+  const std::string& CellStream(const Key& key) const;
+  // Put and PutFenced: `fence` null for a plain put.
+  Status PutValue(Key key, Value value, const Fence* fence, Deadline deadline);
+  // Publishes the head of a fenced put, refused once the fence's cell moved.
+  Status PublishFenced(const Key& key, const std::string& subject, const Value& value,
+                       const char* chunks_header, const Fence& fence, Deadline deadline);
+  // The fenced stream's last sequence, as its leader says.
+  Result<uint64_t> FencedLastSequence(Deadline deadline) const;
+  // A cell's revision as the stream's leader says (not a direct get, which a replica answers).
+  Result<uint64_t> CellRevisionAtLeader(const Key& key, Deadline deadline) const;
+
+  // The first tuple of `store` matching `filter` at or after sequence `from`, or none.
+  Result<std::optional<Head>> FindFrom(const Store& store, const std::string& filter,
+                                       uint64_t from, Deadline deadline);
   // The value of `head`: inline, or its chunks reassembled and checked.
   Result<Value> LoadValue(const Head& head, Deadline deadline);
   // Deletes `head`'s message; false when another taker deleted it first.
@@ -153,13 +188,17 @@ class NatsSpace final : public Space {
   template <typename TryOnce>
   Status WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op, TryOnce try_once);
   // Publishes one message. With `expect_subject_seq`, only if the subject's last message has that
-  // sequence (0: the subject has none), else FailedPrecondition. `seq`: the stored sequence.
+  // sequence (0: the subject has none), with `expect_stream_seq` only if the stream's has, else
+  // FailedPrecondition. `seq`: the stored sequence.
   Status Publish(const std::string& subject, const void* data, size_t size,
                  const char* chunks_header, Deadline deadline,
-                 const uint64_t* expect_subject_seq = nullptr, uint64_t* seq = nullptr);
+                 const uint64_t* expect_subject_seq = nullptr, uint64_t* seq = nullptr,
+                 const uint64_t* expect_stream_seq = nullptr);
   Status WaitForRoom(const Key& key, size_t size, Deadline deadline);
-  // The server's count of messages per tuple subject matching `filter`: (value size, count).
-  Result<std::vector<std::pair<uint64_t, uint64_t>>> SubjectCounts(const std::string& filter,
+  // The server's count of messages per tuple subject of `store` matching `filter`: (value size,
+  // count).
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> SubjectCounts(const Store& store,
+                                                                   const std::string& filter,
                                                                    const char* what) const;
   // Sum of the value bytes of every tuple, from the server's per-subject counts.
   Result<uint64_t> StoredBytes(uint64_t* tuples) const;
@@ -169,7 +208,7 @@ class NatsSpace final : public Space {
   Status Retry(const char* what, Deadline deadline, Request request) const;
   Deadline NonBlocking() const;
   Status CancelledStatus() const;
-  std::string TupleFilter(const Pattern& pattern) const;
+  std::string TupleFilter(const Store& store, const Pattern& pattern) const;
   std::string ChunkSubject(std::string_view id, size_t i) const;  // <stream>.c.<id>.<i>
   // One direct get from `stream`, tried again on a lost connection until `deadline`: the server's
   // answer in *result (NATS_OK with the message in *msg, NATS_NOT_FOUND, ...), or an error.
@@ -178,11 +217,21 @@ class NatsSpace final : public Space {
 
   const std::string uri_;
   const NatsSpaceOptions options_;
-  const std::string tuple_prefix_;  // <stream>.t.
+  const Store tuples_;  // <stream>, <stream>.t.
+  const Store fenced_;  // <stream>_fenced, <stream>.f.t.
   const std::string chunk_prefix_;  // <stream>.c.
   const std::string chunk_stream_;
   const std::string cell_prefix_;  // <stream>.r.
   const std::string cell_stream_;
+  const std::string fenced_cell_prefix_;  // <stream>.f.r.
+  std::vector<Pattern> fenced_keys_;      // SpaceOptions::fenced
+  // This client's last fenced put: its fence and where it was stored (PublishFenced).
+  struct FenceSeen {
+    std::string cell;
+    uint64_t revision = 0;
+    uint64_t seq = 0;
+  };
+  FenceSeen fence_seen_;  // GUARDED_BY(mu_)
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   size_t chunk_bytes_ = 0;

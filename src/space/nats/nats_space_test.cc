@@ -71,8 +71,8 @@ class RawJetStream {
   jsCtx* js_ = nullptr;
 };
 
-std::unique_ptr<Space> MustOpen(const std::string& uri) {
-  auto s = OpenSpace(uri);
+std::unique_ptr<Space> MustOpen(const std::string& uri, const SpaceOptions& options = {}) {
+  auto s = OpenSpace(uri, options);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(s).value() : nullptr;
 }
@@ -186,6 +186,70 @@ TEST(NatsSpaceTest, WatchPutsSeesEveryClientsPutsInOrder) {
   EXPECT_EQ(seen[50].first, "job.last");
   EXPECT_EQ(dynamic_cast<NatsSpace&>(*watcher).watch_chunked(), 1u);
   EXPECT_EQ(dynamic_cast<NatsSpace&>(*watcher).watch_dropped(), 0u);
+}
+
+// Fenced puts between clients of one server: a writer whose fence's cell another client swapped
+// is refused even on its fast path (its last fenced put primed the expected sequence); another
+// client's write elsewhere in the fenced stream costs a look, not a refusal; a watcher sees the
+// stored fenced puts and never a refused one (the server republishes only what it stored); a key
+// outside the fenced patterns cannot be put fenced.
+TEST(NatsSpaceTest, FencedPutsAreCheckedByTheServerAcrossClients) {
+  const std::string uri = testing::NewSpaceUri();
+  SpaceOptions options;
+  for (const char* p : {"job.p.>", "job.m.lease", "job.m.other"}) {
+    options.fenced.push_back(acan::Pattern::Parse(p).value());
+  }
+  auto a = MustOpen(uri, options);
+  auto b = MustOpen(uri, options);
+  auto watcher = MustOpen(uri, options);
+  std::mutex mu;
+  std::vector<std::string> seen;
+  ASSERT_TRUE(dynamic_cast<NatsSpace&>(*watcher)
+                  .WatchPuts(acan::Pattern::Parse("job.>").value(),
+                             [&](const Key& k, const Value&) {
+                               std::lock_guard lock(mu);
+                               seen.push_back(k.str());
+                             })
+                  .ok());
+  const Key lease = Key::Parse("job.m.lease").value();
+  const Key other = Key::Parse("job.m.other").value();
+  const uint64_t r1 = a->SwapCell(lease, Value::FromString("a"), 0, Deadline::After(5s)).value();
+  auto put = [](Space& s, const char* key, uint64_t revision, const Key& cell) {
+    return s.PutFenced(Key::Parse(key).value(), Value::FromString(key), {cell, revision},
+                       Deadline::After(5s));
+  };
+  ASSERT_TRUE(put(*a, "job.p.w.v1", r1, lease).ok());
+  // b writes another cell of the fenced stream: a's next put looks again and goes on.
+  ASSERT_TRUE(b->SwapCell(other, Value::FromString("b"), 0, Deadline::After(5s)).ok());
+  ASSERT_TRUE(put(*a, "job.p.w.v2", r1, lease).ok());
+  ASSERT_TRUE(put(*a, "job.p.w.v3", r1, lease).ok());  // the fast path
+  // b takes the lease: a's put from its old revision is refused by the server.
+  const uint64_t r2 = b->SwapCell(lease, Value::FromString("b"), r1, Deadline::After(5s)).value();
+  const Status refused = put(*a, "job.p.w.v4", r1, lease);
+  ASSERT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+  EXPECT_NE(refused.message().find("revision " + std::to_string(r2)), std::string::npos)
+      << refused.ToString();
+  ASSERT_TRUE(put(*b, "job.p.w.v4", r2, lease).ok());
+  ASSERT_TRUE(b->Put("job.last", Value::FromString("end")).ok());
+  EXPECT_EQ(a->Read("job.p.w.v4").value().value().value.AsString(), "job.p.w.v4");
+  EXPECT_EQ(a->ReadAll("job.p.>").value().size(), 4u);
+  EXPECT_EQ(a->Stats().tuples, 5u);
+  const Status outside = a->PutFenced(Key::Parse("job.task.x").value(), Value::FromString("x"),
+                                      {lease, r2}, Deadline::After(5s));
+  EXPECT_EQ(outside.code(), StatusCode::kInvalidArgument) << outside.ToString();
+  for (int i = 0; i < 300; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (seen.size() >= 5) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  std::this_thread::sleep_for(100ms);  // a refused put that reached a watcher would be here now
+  std::lock_guard lock(mu);
+  std::vector<std::string> sorted = seen;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<std::string>{"job.last", "job.p.w.v1", "job.p.w.v2",
+                                              "job.p.w.v3", "job.p.w.v4"}));
 }
 
 TEST(NatsSpaceTest, BadUrisAreClearErrors) {

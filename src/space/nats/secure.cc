@@ -210,11 +210,13 @@ std::string List(const std::vector<std::string>& items) {
 
 // The role's permissions in nats-server's syntax. Tuples are <stream>.t.<size>.<key> in the
 // stream <stream>, chunks <stream>.c.<id>.<i> in <stream>_chunks, cells <stream>.r.<key> in
-// <stream>_cells (nats_space.h); the JetStream API is $JS.API.<verb>.<stream>.
+// <stream>_cells, the fenced tuples and cells (the versions, the manager's state, the lease)
+// <stream>.f.t.<size>.<key> and <stream>.f.r.<key> in <stream>_fenced, republished as stored on
+// <stream>.w.t.<size>.<key> (nats_space.h); the JetStream API is $JS.API.<verb>.<stream>.
 std::string Permissions(std::string_view role, const SecureInitOptions& o) {
   const std::string& s = o.stream;
   const std::string job = o.job;
-  const std::vector<std::string> streams = {s, s + "_chunks", s + "_cells"};
+  const std::vector<std::string> streams = {s, s + "_chunks", s + "_cells", s + "_fenced"};
   std::vector<std::string> read_api = {"$JS.API.INFO"};
   for (const std::string& st : streams) {
     read_api.push_back("$JS.API.STREAM.INFO." + st);
@@ -226,6 +228,8 @@ std::string Permissions(std::string_view role, const SecureInitOptions& o) {
   // Puts are seen by watchers (blocked gets and takes wait on the subjects).
   sub.push_back(fmt::format("{}.t.*.{}.>", s, job));
   sub.push_back(fmt::format("{}.r.{}.>", s, job));
+  sub.push_back(fmt::format("{}.f.t.*.{}.>", s, job));
+  sub.push_back(fmt::format("{}.w.t.*.{}.>", s, job));
   if (role == "manager") {
     pub = read_api;
     for (const std::string& st : streams) {
@@ -238,6 +242,8 @@ std::string Permissions(std::string_view role, const SecureInitOptions& o) {
     }
     pub.push_back(fmt::format("{}.t.*.{}.>", s, job));
     pub.push_back(fmt::format("{}.r.{}.>", s, job));
+    pub.push_back(fmt::format("{}.f.t.*.{}.>", s, job));
+    pub.push_back(fmt::format("{}.f.r.{}.>", s, job));
     pub.push_back(fmt::format("{}.c.>", s));
   } else if (role == "handler") {
     pub = read_api;
