@@ -15,6 +15,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       std::lock_guard lock(mu_);
       if (!attempt.ok()) return;
       attempt_[parsed->task_key] = *attempt;
+      ForgetOldStepsLocked(parsed->step);
       if (auto it = lost_now_.find(parsed->task_key);
           it != lost_now_.end() && *attempt > it->second.attempt && !it->second.resent) {
         it->second.resent = Clock::now();
@@ -106,6 +107,20 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
     default:
       return;
   }
+}
+
+void ChaosAccount::ForgetOldStepsLocked(int64_t step) {
+  newest_step_ = std::max(newest_step_, step);
+  // In strides of kKeepSteps, so that the maps are walked once per kKeepSteps steps.
+  if (newest_step_ - forgotten_below_ < 2 * kKeepSteps) return;
+  forgotten_below_ = newest_step_ - kKeepSteps;
+  auto old = [&](const std::string& task) {
+    const int64_t s = Layout::StepOf(task);
+    return s >= 0 && s < forgotten_below_ && lost_now_.count(task) == 0;
+  };
+  std::erase_if(attempt_, [&](const auto& kv) { return old(kv.first); });
+  std::erase_if(held_, [&](const auto& kv) { return old(kv.first); });
+  std::erase_if(done_, [&](const std::string& task) { return old(task); });
 }
 
 void ChaosAccount::OnHandlerKilled(int id) {

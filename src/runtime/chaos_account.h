@@ -65,6 +65,11 @@ class ChaosAccount {
     std::optional<Clock::time_point> noticed, resent, claimed;
     int claimer = -1;
   };
+  // Forgets the tasks of steps long past (kKeepSteps behind the newest seen), so that a long run's
+  // account stays bounded: a report of one arriving later still counts as compute, and as useful
+  // (a duplicate that late is not told from a first report).
+  void ForgetOldStepsLocked(int64_t step);
+  static constexpr int64_t kKeepSteps = 256;
   const Layout layout_;
   Telemetry telemetry_;
   mutable std::mutex mu_;
@@ -82,6 +87,8 @@ class ChaosAccount {
   double total_s_ = 0;                              // GUARDED_BY(mu_)
   int64_t lost_ = 0;                                // GUARDED_BY(mu_)
   bool finished_ = false;                           // GUARDED_BY(mu_)
+  int64_t newest_step_ = 0;                         // GUARDED_BY(mu_): of a task seen
+  int64_t forgotten_below_ = 0;                     // GUARDED_BY(mu_): steps forgotten
 };
 
 }  // namespace acan::runtime

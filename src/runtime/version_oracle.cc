@@ -71,8 +71,28 @@ int64_t VersionOracle::Record(const Key& key, const Value& value) {
   const uint64_t hash = HashOf(value);
   std::lock_guard lock(mu_);
   const int64_t order = next_order_++;
-  (state ? versions_ : proposals_)[parsed->name].push_back(
-      {state ? parsed->version : parsed->step, hash, order});
+  ShardLog& log = shards_[parsed->name];
+  if (!state) {
+    log.proposals.push_back({parsed->step, hash, order});
+    return order;
+  }
+  if (parsed->version < log.verified) {
+    // Its first bytes are forgotten: no copy can be told from a second update any more.
+    log.forgotten++;
+    log.forgotten_copies++;
+    if (forgotten_failure_.empty()) {
+      forgotten_failure_ = fmt::format(
+          "shard '{}' version {}: written again after {} later versions (its first bytes are no "
+          "longer on record to compare)",
+          parsed->name, parsed->version, log.verified - parsed->version);
+    }
+    return -1;
+  }
+  log.versions.push_back({parsed->version, hash, order});
+  // A run already failed keeps its record as it is (it may grow) for Check to name the failure.
+  if (static_cast<int64_t>(log.versions.size()) >= 2 * kKeep && forgotten_failure_.empty()) {
+    CompactLocked(parsed->name, log);
+  }
   return order;
 }
 
@@ -80,8 +100,82 @@ void VersionOracle::Unrecord(const Key& key, int64_t order) {
   auto parsed = layout_.Parse(key);
   if (!parsed.ok()) return;
   std::lock_guard lock(mu_);
-  auto& all = (parsed->kind == KeyKind::kState ? versions_ : proposals_)[parsed->name];
-  std::erase_if(all, [&](const Landed& l) { return l.order == order; });
+  ShardLog& log = shards_[parsed->name];
+  std::erase_if(parsed->kind == KeyKind::kState ? log.versions : log.proposals,
+                [&](const Landed& l) { return l.order == order; });
+}
+
+Status VersionOracle::Verify(const std::string& shard, const ShardLog& log, int64_t upto,
+                             int64_t* next, int64_t* next_order) {
+  auto fail = [&](int64_t version, const std::string& what) {
+    return Status::DataLoss(fmt::format("oracle: shard '{}' version {}: {}", shard, version, what));
+  };
+  // Each version's first landing, in version order; more copies must be the same bytes (a write
+  // made again because it did not appear, or duplicated on the way: not a second update).
+  std::map<int64_t, const Landed*> first;
+  for (const Landed& l : log.versions) {
+    if (l.number >= upto) continue;
+    auto [at, fresh] = first.emplace(l.number, &l);
+    if (fresh) continue;
+    if (at->second->hash != l.hash) return fail(l.number, "written twice, with other bytes");
+    if (l.order < at->second->order) at->second = &l;
+  }
+  std::multimap<int64_t, const Landed*> by_step;  // this shard's proposals, by step
+  for (const Landed& u : log.proposals) by_step.emplace(u.number, &u);
+  int64_t want = log.verified, last_order = log.last_order;
+  for (const auto& [number, l] : first) {
+    if (number != want) return fail(want, "never written (a gap)");
+    if (l->order < last_order) return fail(want, "written before the version it follows");
+    if (want > 0) {
+      bool from_proposal = false;
+      auto [begin, end] = by_step.equal_range(want - 1);
+      for (auto u = begin; u != end && !from_proposal; ++u) {
+        from_proposal = u->second->hash == l->hash && u->second->order < l->order;
+      }
+      if (!from_proposal) {
+        return fail(want,
+                    fmt::format("not bitwise any proposal of step {} that landed before it", want - 1));
+      }
+    }
+    last_order = l->order;
+    ++want;
+  }
+  *next = want;
+  *next_order = last_order;
+  return Status::Ok();
+}
+
+void VersionOracle::CompactLocked(const std::string& shard, ShardLog& log) {
+  int64_t newest = 0;
+  for (const Landed& l : log.versions) newest = std::max(newest, l.number);
+  const int64_t upto = newest - kKeep;
+  if (upto <= log.verified) return;
+  int64_t next = 0, next_order = 0;
+  Status s = Verify(shard, log, upto, &next, &next_order);
+  if (!s.ok() || next != upto) {
+    // Kept as it is, for Check to report (the run fails: its record may grow).
+    if (forgotten_failure_.empty()) {
+      forgotten_failure_ = s.ok() ? fmt::format("shard '{}' version {}: never written (a gap)",
+                                                shard, next)
+                                  : std::string(s.message()).substr(std::string("oracle: ").size());
+    }
+    return;
+  }
+  std::set<int64_t> distinct;
+  int64_t dropped = 0;
+  for (const Landed& l : log.versions) {
+    if (l.number >= upto) continue;
+    distinct.insert(l.number);
+    ++dropped;
+  }
+  log.forgotten += dropped;
+  log.forgotten_copies += dropped - static_cast<int64_t>(distinct.size());
+  std::erase_if(log.versions, [&](const Landed& l) { return l.number < upto; });
+  // Version `upto` is checked against proposals of step upto - 1: those before go.
+  log.forgotten_proposals +=
+      std::erase_if(log.proposals, [&](const Landed& l) { return l.number < upto - 1; });
+  log.verified = upto;
+  log.last_order = next_order;
 }
 
 void VersionOracle::CheckTask(const ParsedKey& task, const Value& value) {
@@ -112,51 +206,18 @@ void VersionOracle::CheckTask(const ParsedKey& task, const Value& value) {
 Status VersionOracle::Check(const std::vector<std::string>& shards, int64_t final_version) const {
   std::lock_guard lock(mu_);
   if (!window_violation_.empty()) return Status::DataLoss("oracle: " + window_violation_);
+  if (!forgotten_failure_.empty()) return Status::DataLoss("oracle: " + forgotten_failure_);
   for (const std::string& shard : shards) {
-    auto fail = [&](int64_t version, const std::string& what) {
+    auto it = shards_.find(shard);
+    if (it == shards_.end() || (it->second.versions.empty() && it->second.verified == 0)) {
+      return Status::DataLoss(fmt::format("oracle: shard '{}' version 0: never written", shard));
+    }
+    int64_t next = 0, next_order = 0;
+    ACAN_RETURN_IF_ERROR(Verify(shard, it->second, INT64_MAX, &next, &next_order));
+    if (next != final_version + 1) {
       return Status::DataLoss(
-          fmt::format("oracle: shard '{}' version {}: {}", shard, version, what));
-    };
-    auto it = versions_.find(shard);
-    if (it == versions_.end()) return fail(0, "never written");
-    // Each version's first landing, in version order; more copies must be the same bytes (a
-    // write made again because it did not appear, or duplicated on the way: not a second update).
-    std::map<int64_t, const Landed*> first;
-    for (const Landed& l : it->second) {
-      auto [at, fresh] = first.emplace(l.number, &l);
-      if (fresh) continue;
-      if (at->second->hash != l.hash) return fail(l.number, "written twice, with other bytes");
-      if (l.order < at->second->order) at->second = &l;
-    }
-    std::vector<Landed> written;
-    for (const auto& [number, l] : first) {
-      const int64_t want = static_cast<int64_t>(written.size());
-      if (number != want) return fail(want, "never written (a gap)");
-      if (!written.empty() && l->order < written.back().order) {
-        return fail(want, "written before the version it follows");
-      }
-      written.push_back(*l);
-    }
-    if (static_cast<int64_t>(written.size()) != final_version + 1) {
-      return fail(static_cast<int64_t>(written.size()),
-                  fmt::format("the last written is {}, not the final {}",
-                              static_cast<int64_t>(written.size()) - 1, final_version));
-    }
-    std::multimap<int64_t, const Landed*> by_step;  // this shard's proposals, by step
-    if (auto p = proposals_.find(shard); p != proposals_.end()) {
-      for (const Landed& u : p->second) by_step.emplace(u.number, &u);
-    }
-    for (size_t n = 1; n < written.size(); ++n) {
-      bool from_proposal = false;
-      auto [begin, end] = by_step.equal_range(static_cast<int64_t>(n) - 1);
-      for (auto u = begin; u != end && !from_proposal; ++u) {
-        from_proposal = u->second->hash == written[n].hash && u->second->order < written[n].order;
-      }
-      if (!from_proposal) {
-        return fail(
-            static_cast<int64_t>(n),
-            fmt::format("not bitwise any proposal of step {} that landed before it", n - 1));
-      }
+          fmt::format("oracle: shard '{}' version {}: the last written is {}, not the final {}",
+                      shard, next, next - 1, final_version));
     }
   }
   return Status::Ok();
@@ -176,17 +237,17 @@ Status VersionOracle::CheckJob(const JobConfig& job, int64_t task_size, int64_t 
 int64_t VersionOracle::versions_written() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;
-  for (const auto& [k, v] : versions_) n += static_cast<int64_t>(v.size());
+  for (const auto& [k, log] : shards_) n += log.forgotten + static_cast<int64_t>(log.versions.size());
   return n;
 }
 
 int64_t VersionOracle::version_copies() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;
-  for (const auto& [k, v] : versions_) {
+  for (const auto& [k, log] : shards_) {
     std::set<int64_t> distinct;
-    for (const Landed& l : v) distinct.insert(l.number);
-    n += static_cast<int64_t>(v.size() - distinct.size());
+    for (const Landed& l : log.versions) distinct.insert(l.number);
+    n += log.forgotten_copies + static_cast<int64_t>(log.versions.size() - distinct.size());
   }
   return n;
 }
@@ -199,7 +260,9 @@ int64_t VersionOracle::tasks_seen() const {
 int64_t VersionOracle::proposals_seen() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;
-  for (const auto& [k, v] : proposals_) n += static_cast<int64_t>(v.size());
+  for (const auto& [k, log] : shards_) {
+    n += log.forgotten_proposals + static_cast<int64_t>(log.proposals.size());
+  }
   return n;
 }
 

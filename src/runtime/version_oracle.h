@@ -7,8 +7,11 @@
 // apart), and version n is bitwise a proposal of step n - 1 that had landed before it. It also
 // reads every task that lands and checks the versions it is told to read against the window W: an
 // update of step s reads exactly version s, any other task of step s a version in [s - W + 1, s].
-// The manager's own counters (gaps, repeats) are not consulted. Thread-safe: the wrapper may be
-// called from any number of threads.
+// The manager's own counters (gaps, repeats) are not consulted. A long run's account stays
+// bounded: once a shard has 2 * kKeep versions on record, the oldest are checked as above (the
+// first failure kept for Check) and forgotten but for their count; a version landing again after
+// it was forgotten cannot be compared with its first bytes and fails the check. Thread-safe: the
+// wrapper may be called from any number of threads.
 #pragma once
 
 #include <cstdint>
@@ -54,12 +57,28 @@ class VersionOracle {
   int64_t tasks_seen() const;
 
  private:
+  static constexpr int64_t kKeep = 1024;
   struct Landed {
     int64_t number = 0;  // the version, or the step of a proposal
     uint64_t hash = 0;
     int64_t order = 0;  // when it landed, among everything recorded
   };
+  // One shard's record: its recent versions and proposals, and a summary of those forgotten.
+  struct ShardLog {
+    std::vector<Landed> versions, proposals;
+    int64_t verified = 0;     // versions [0, verified) were checked and forgotten
+    int64_t last_order = -1;  // when version verified - 1 first landed
+    int64_t forgotten = 0;    // landings of forgotten versions (copies included)
+    int64_t forgotten_copies = 0;
+    int64_t forgotten_proposals = 0;
+  };
   void CheckTask(const ParsedKey& task, const Value& value);
+  // Checks `log`'s versions from `verified` up to (not including) `upto`; the next version to
+  // check and when the last checked first landed in *next, *next_order.
+  static Status Verify(const std::string& shard, const ShardLog& log, int64_t upto, int64_t* next,
+                       int64_t* next_order);
+  // Checks and forgets `log`'s oldest versions once it holds 2 * kKeep.
+  void CompactLocked(const std::string& shard, ShardLog& log);
 
   Layout layout_;
   int64_t window_;
@@ -67,8 +86,8 @@ class VersionOracle {
   int64_t tasks_ = 0;                                     // guarded by mu_
   std::string window_violation_;                          // the first; guarded by mu_
   int64_t next_order_ = 0;                                // guarded by mu_
-  std::map<std::string, std::vector<Landed>> versions_;   // guarded by mu_
-  std::map<std::string, std::vector<Landed>> proposals_;  // guarded by mu_
+  std::map<std::string, ShardLog> shards_;  // guarded by mu_
+  std::string forgotten_failure_;           // the first, in versions forgotten; guarded by mu_
 };
 
 }  // namespace acan::runtime

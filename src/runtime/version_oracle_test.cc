@@ -90,6 +90,54 @@ TEST_F(VersionOracleTest, ARunThatStoppedShortOrAShardNeverWrittenIsNamed) {
 // Tasks as the manager sends them (the note's toy in data partition): at window 2 a micro-batch of
 // step s may read version s or s - 1 of a shard, never older or newer; an update reads exactly
 // the version it advances.
+// A run many times the oracle's record (it forgets checked versions past 2 * 1024): a faithful
+// one passes with every landing counted; a fault among the forgotten versions is still named, as
+// is a version written again after its bytes were forgotten.
+TEST_F(VersionOracleTest, ALongRunIsCheckedAsItGoesAndItsRecordStaysBounded) {
+  constexpr int64_t kSteps = 10000;
+  auto run = [&](VersionOracle& o, int64_t bad_at, const char* how) {
+    o.OnPut(layout.State("param.l0.w", 0), V(0));
+    for (int64_t s = 0; s < kSteps; ++s) {
+      const float x = float(s + 1);
+      o.OnPut(layout.Proposal("param.l0.w", s), V(x));
+      if (s + 1 == bad_at && std::string(how) == "gap") continue;
+      if (s + 1 == bad_at && std::string(how) == "other bytes") {
+        o.OnPut(layout.State("param.l0.w", s + 1), V(x + 0.5f));
+        continue;
+      }
+      o.OnPut(layout.State("param.l0.w", s + 1), V(x));
+      if (s % 100 == 7) o.OnPut(layout.State("param.l0.w", s + 1), V(x));  // a copy
+    }
+    Status st = o.Check({"param.l0.w"}, kSteps);
+    return st.ok() ? std::string("ok") : std::string(st.message());
+  };
+  {
+    VersionOracle o("job", 1);
+    EXPECT_EQ(run(o, -1, ""), "ok");
+    EXPECT_EQ(o.versions_written(), kSteps + 1 + kSteps / 100);
+    EXPECT_EQ(o.version_copies(), kSteps / 100);
+    EXPECT_EQ(o.proposals_seen(), kSteps);
+  }
+  {
+    VersionOracle o("job", 1);
+    EXPECT_EQ(run(o, 300, "gap"), "oracle: shard 'param.l0.w' version 300: never written (a gap)");
+  }
+  {
+    VersionOracle o("job", 1);
+    EXPECT_EQ(run(o, 300, "other bytes"),
+              "oracle: shard 'param.l0.w' version 300: not bitwise any proposal of step 299 that "
+              "landed before it");
+  }
+  {
+    VersionOracle o("job", 1);
+    ASSERT_EQ(run(o, -1, ""), "ok");
+    o.OnPut(layout.State("param.l0.w", 5), V(5));  // long after: its bytes are forgotten
+    Status late = o.Check({"param.l0.w"}, kSteps);
+    EXPECT_NE(late.message().find("version 5: written again after"), std::string::npos)
+        << late.ToString();
+  }
+}
+
 TEST_F(VersionOracleTest, TasksReadVersionsWithinTheWindow) {
   const JobConfig job = *ParseJobString("[partition]\nstrategy = \"data\"\n");
   const nn::Plan plan = nn::Plan::Create(job).value();
