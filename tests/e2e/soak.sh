@@ -11,7 +11,8 @@
 #   soak.sh ACAN_BINARY in-process [SECONDS]  -- threads in one process, the mem: space
 #   soak.sh ACAN_BINARY processes [SECONDS]   -- 3 handler processes and 2 managers, SIGKILLed, on a
 #                                                private nats-server (nats:local)
-# The samples go to $ACAN_SOAK_OUT/soak-MODE.csv when ACAN_SOAK_OUT is set.
+# The samples go to $ACAN_SOAK_OUT/soak-MODE.csv when ACAN_SOAK_OUT is set, with each role's RSS
+# (the supervisor, nats-server, managers, handlers) in soak-MODE-roles.csv, whose slopes it prints.
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY in-process|processes [SECONDS]}
 mode=${2:?usage: $0 ACAN_BINARY in-process|processes [SECONDS]}
@@ -43,21 +44,40 @@ descendants() {
 }
 csv="$work/samples.csv"
 echo "t_s,rss_kb,resident_bytes,fds,threads,processes" >"$csv"
+roles="$work/roles.csv"
+echo "t_s,role,rss_kb" >"$roles"
+# role PID: what the process is in the run, from its command line.
+role() {
+  local args
+  args=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true)
+  case $args in
+    *nats-server*) echo nats-server ;;
+    *" manager "*) echo managers ;;
+    *" handler "*) echo handlers ;;
+    *) echo supervisor ;;
+  esac
+}
 start=$(date +%s)
 while (($(date +%s) - start < seconds)); do
   sleep 10
   kill -0 "$run" 2>/dev/null || fail "the run ended by itself before $seconds s"
   rss=0 fds=0 threads=0 n=0
+  declare -A by_role=()
   for p in $(descendants "$run"); do
     [[ -r /proc/$p/status ]] || continue
     r=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+    k=$(role "$p")
+    by_role[$k]=$((${by_role[$k]:-0} + ${r:-0}))
     t=$(awk '/^Threads:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
     f=$( (ls "/proc/$p/fd" 2>/dev/null || true) | wc -l)  # a killed process may be gone
     rss=$((rss + ${r:-0})) threads=$((threads + ${t:-0})) fds=$((fds + f)) n=$((n + 1))
   done
   resident=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics" |
     awk '/^acan_space_resident_bytes/ {v = $2} END {print v}' || true)
-  echo "$(($(date +%s) - start)),$rss,${resident:-},$fds,$threads,$n" >>"$csv"
+  now=$(($(date +%s) - start))
+  echo "$now,$rss,${resident:-},$fds,$threads,$n" >>"$csv"
+  for k in "${!by_role[@]}"; do echo "$now,$k,${by_role[$k]}" >>"$roles"; done
+  unset by_role
 done
 children=$(descendants "$run" | tail -n +2)
 kill -TERM "$run"
@@ -69,7 +89,25 @@ want=$([[ $mode == processes ]] && echo 130 || echo 143)
 for p in $children; do
   if kill -0 "$p" 2>/dev/null; then fail "process $p of the run outlived it"; fi
 done
-[[ -n ${ACAN_SOAK_OUT:-} ]] && cp "$csv" "$ACAN_SOAK_OUT/soak-$mode.csv"
+if [[ -n ${ACAN_SOAK_OUT:-} ]]; then
+  cp "$csv" "$ACAN_SOAK_OUT/soak-$mode.csv"
+  cp "$roles" "$ACAN_SOAK_OUT/soak-$mode-roles.csv"
+fi
+/usr/bin/python3 - "$roles" <<'PY'
+import csv, collections, statistics, sys
+by = collections.defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    by[r["role"]].append((float(r["t_s"]), float(r["rss_kb"]) / 1024))
+for role, pts in sorted(by.items()):
+    pts = pts[len(pts) // 4:]
+    if len(pts) < 3:
+        continue
+    xs, ys = [p[0] / 60 for p in pts], [p[1] for p in pts]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs) or 1
+    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
+    print(f"  {role}: RSS median {statistics.median(ys):.1f} MiB, slope {k * 1024:+.0f} KiB/min")
+PY
 /usr/bin/python3 - "$csv" "$mode" <<'PY'
 import csv, statistics, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1]))]
