@@ -167,7 +167,7 @@ int Adaptivity(const std::string& out, bool quick) {
   // The pool's capacity, measured in the same run before, between and after the two parts of
   // the experiment (the machine's speed drifts): one handler at full speed, and the whole pool at
   // full speed, each its steady throughput on the same work.
-  const int64_t calib_samples = quick ? 8192 : 32768;
+  const int64_t calib_samples = 32768;
   auto calib_job = Parse(MlpJob(calib_samples, 1, 4), "adaptivity calibration");
   if (!calib_job.ok()) return Fail(calib_job.status());
   std::vector<double> single, pool;

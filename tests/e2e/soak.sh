@@ -3,7 +3,8 @@
 # with p = 1 every 5 s, speeds 1:5:10: examples/robustness.toml) for SECONDS (default 1800) and samples, every 10 s, the
 # memory the run holds (RSS of every process of the run), the space's resident bytes (its
 # /metrics: acan_space_resident_bytes), and its open file descriptors and threads. After a
-# warm-up (the first quarter), each series' least-squares slope must project a growth over the
+# warm-up (the first third: the bounded histories, runtime/decimated.h, are full after 8.5
+# minutes), each series' least-squares slope must project a growth over the
 # rest of the run within a bound: RSS within max(5% of its median, 8 MiB), resident bytes within
 # max(10% of its median, 256 KiB); fds and threads may not exceed their first-half peak by more
 # than 2 in the second half. The run ends with SIGTERM: one process dies of it (143); a run of
@@ -99,7 +100,7 @@ by = collections.defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
     by[r["role"]].append((float(r["t_s"]), float(r["rss_kb"]) / 1024))
 for role, pts in sorted(by.items()):
-    pts = pts[len(pts) // 4:]
+    pts = pts[len(pts) // 3:]
     if len(pts) < 3:
         continue
     xs, ys = [p[0] / 60 for p in pts], [p[1] for p in pts]
@@ -113,7 +114,7 @@ import csv, statistics, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1]))]
 if len(rows) < 8:
     sys.exit(f"FAIL: only {len(rows)} samples")
-warm = len(rows) // 4
+warm = len(rows) // 3
 after = rows[warm:]
 def slope(key):
     pts = [(float(r["t_s"]), float(r[key])) for r in after if r[key] != ""]
