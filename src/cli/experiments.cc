@@ -178,16 +178,17 @@ int Adaptivity(const std::string& out, bool quick) {
       runtime::RunOptions c = runtime::RunOptionsFromJob(*calib_job);
       c.handlers = k == 0 ? 1 : handlers;
       c.metrics_interval = std::chrono::milliseconds(quick ? 50 : 200);
-      ACAN_ASSIGN_OR_RETURN(TrainResult r,
-                            TrainAndReport(*calib_job, c, fmt::format("{}/calibration-{}-{}", out,
-                                                                      when, c.handlers),
-                                           true));
+      ACAN_ASSIGN_OR_RETURN(
+          TrainResult r,
+          TrainAndReport(*calib_job, c, fmt::format("{}/calibration-{}-{}", out, when, c.handlers),
+                         true));
       rate[k] = SteadyRate(r.record->run.metrics);
       if (rate[k] <= 0) return Status::Internal("a calibration run gave no throughput");
     }
     single.push_back(rate[0]);
     pool.push_back(rate[1]);
-    baseline.push_back({{"when", when}, {"single_handler_samples_per_s", rate[0]},
+    baseline.push_back({{"when", when},
+                        {"single_handler_samples_per_s", rate[0]},
                         {"pool_full_speed_samples_per_s", rate[1]}});
     std::printf("baseline (%s): one handler %.0f samples/s, %d at full speed %.0f (%.2f of one)\n",
                 when.c_str(), rate[0], handlers, rate[1], rate[1] / rate[0]);
@@ -298,35 +299,36 @@ int Adaptivity(const std::string& out, bool quick) {
         fmt::format("each handler's share of the work is within 10% of its share of the speed "
                     "(worst {:.1f}%)",
                     100 * worst));
-  Claim(&all, utilisation >= 0.90,
-        fmt::format("throughput is at least 90% of the pool's capacity ({:.0f} of {:.0f} "
-                    "samples/s = {:.2f} against the median baseline; {:.2f} to {:.2f} across the "
-                    "baseline's {} samples, spread {:.0f}% of one handler and {:.0f}% of the "
-                    "pool; against the core count as the cap: {:.2f})",
-                    achieved / span, capacity / span, utilisation, util_lo, util_hi,
-                    single.size(), 100 * (r1_hi - r1_lo) / r1, 100 * (full_hi - full_lo) / full,
-                    core_utilisation));
+  Claim(
+      &all, utilisation >= 0.90,
+      fmt::format("throughput is at least 90% of the pool's capacity ({:.0f} of {:.0f} "
+                  "samples/s = {:.2f} against the median baseline; {:.2f} to {:.2f} across the "
+                  "baseline's {} samples, spread {:.0f}% of one handler and {:.0f}% of the "
+                  "pool; against the core count as the cap: {:.2f})",
+                  achieved / span, capacity / span, utilisation, util_lo, util_hi, single.size(),
+                  100 * (r1_hi - r1_lo) / r1, 100 * (full_hi - full_lo) / full, core_utilisation));
   Claim(&all, corr > 0.5,
         fmt::format("the timeout follows 1 / mean speed (correlation {:.2f} over {} samples)", corr,
                     timeouts.size()));
-  nlohmann::json j = {{"experiment", "adaptivity"},
-                      {"quick", quick},
-                      {"baseline", baseline},
-                      {"single_handler_samples_per_s", r1},
-                      {"pool_full_speed_samples_per_s", full},
-                      {"baseline_spread",
-                       {{"single_handler", (r1_hi - r1_lo) / r1}, {"pool", (full_hi - full_lo) / full}}},
-                      {"speed_changes", changes},
-                      {"seconds", span},
-                      {"shares", shares},
-                      {"worst_share_deviation", worst},
-                      {"achieved_samples", achieved},
-                      {"capacity_samples", capacity},
-                      {"capacity_utilisation", utilisation},
-                      {"capacity_utilisation_range", {util_lo, util_hi}},
-                      {"core_capped_capacity_utilisation", core_utilisation},
-                      {"timeout_speed_correlation", corr},
-                      {"claims_hold", all}};
+  nlohmann::json j = {
+      {"experiment", "adaptivity"},
+      {"quick", quick},
+      {"baseline", baseline},
+      {"single_handler_samples_per_s", r1},
+      {"pool_full_speed_samples_per_s", full},
+      {"baseline_spread",
+       {{"single_handler", (r1_hi - r1_lo) / r1}, {"pool", (full_hi - full_lo) / full}}},
+      {"speed_changes", changes},
+      {"seconds", span},
+      {"shares", shares},
+      {"worst_share_deviation", worst},
+      {"achieved_samples", achieved},
+      {"capacity_samples", capacity},
+      {"capacity_utilisation", utilisation},
+      {"capacity_utilisation_range", {util_lo, util_hi}},
+      {"core_capped_capacity_utilisation", core_utilisation},
+      {"timeout_speed_correlation", corr},
+      {"claims_hold", all}};
   if (int rc = WriteExperiment(out, j); rc) return rc;
   return all ? 0 : 1;
 }

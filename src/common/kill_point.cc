@@ -15,8 +15,8 @@ namespace {
 
 std::atomic<bool> g_armed{false};
 int g_signal = SIGKILL;  // written before g_armed is set
-std::string g_point;  // written before g_armed is set
-int64_t g_at = 0;     // the visit that dies, from 1
+std::string g_point;     // written before g_armed is set
+int64_t g_at = 0;        // the visit that dies, from 1
 std::atomic<int64_t> g_visits{0};
 
 }  // namespace

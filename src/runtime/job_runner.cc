@@ -101,8 +101,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
         "partition.task_size or let it default once");
   }
   ACAN_ASSIGN_OR_RETURN(SpaceOptions space_options, JobSpaceOptions(options.job_token));
-  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> opened,
-                        OpenSpace(options.space_uri, space_options));
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<Space> opened, OpenSpace(options.space_uri, space_options));
   // The census sees what lands in the space (beneath an injected fault, which may drop a put).
   auto census_space = std::make_unique<CensusSpace>(std::move(opened), /*class_token=*/1);
   CensusSpace* census = census_space.get();

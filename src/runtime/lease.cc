@@ -135,8 +135,9 @@ Status Lease::Renew() {
 }
 
 Status Lease::Refused(const Status& refused) const {
-  return Status::Unavailable(fmt::format("{} lost the lease to {}: the space refused its write ({})",
-                                         owner_, Holder(), refused.message()));
+  return Status::Unavailable(
+      fmt::format("{} lost the lease to {}: the space refused its write ({})", owner_, Holder(),
+                  refused.message()));
 }
 
 }  // namespace acan::runtime

@@ -133,8 +133,8 @@ Status VersionOracle::Verify(const std::string& shard, const ShardLog& log, int6
         from_proposal = u->second->hash == l->hash && u->second->order < l->order;
       }
       if (!from_proposal) {
-        return fail(want,
-                    fmt::format("not bitwise any proposal of step {} that landed before it", want - 1));
+        return fail(want, fmt::format("not bitwise any proposal of step {} that landed before it",
+                                      want - 1));
       }
     }
     last_order = l->order;
@@ -155,9 +155,9 @@ void VersionOracle::CompactLocked(const std::string& shard, ShardLog& log) {
   if (!s.ok() || next != upto) {
     // Kept as it is, for Check to report (the run fails: its record may grow).
     if (forgotten_failure_.empty()) {
-      forgotten_failure_ = s.ok() ? fmt::format("shard '{}' version {}: never written (a gap)",
-                                                shard, next)
-                                  : std::string(s.message()).substr(std::string("oracle: ").size());
+      forgotten_failure_ =
+          s.ok() ? fmt::format("shard '{}' version {}: never written (a gap)", shard, next)
+                 : std::string(s.message()).substr(std::string("oracle: ").size());
     }
     return;
   }
@@ -237,7 +237,8 @@ Status VersionOracle::CheckJob(const JobConfig& job, int64_t task_size, int64_t 
 int64_t VersionOracle::versions_written() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;
-  for (const auto& [k, log] : shards_) n += log.forgotten + static_cast<int64_t>(log.versions.size());
+  for (const auto& [k, log] : shards_)
+    n += log.forgotten + static_cast<int64_t>(log.versions.size());
   return n;
 }
 

@@ -83,9 +83,9 @@ class VersionOracle {
   Layout layout_;
   int64_t window_;
   mutable std::mutex mu_;
-  int64_t tasks_ = 0;                                     // guarded by mu_
-  std::string window_violation_;                          // the first; guarded by mu_
-  int64_t next_order_ = 0;                                // guarded by mu_
+  int64_t tasks_ = 0;                       // guarded by mu_
+  std::string window_violation_;            // the first; guarded by mu_
+  int64_t next_order_ = 0;                  // guarded by mu_
   std::map<std::string, ShardLog> shards_;  // guarded by mu_
   std::string forgotten_failure_;           // the first, in versions forgotten; guarded by mu_
 };

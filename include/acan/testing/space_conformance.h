@@ -455,7 +455,6 @@ TYPED_TEST_P(SpaceConformance, OfConcurrentSwapsFromOneRevisionOneWins) {
   std::printf("[ cells    ] %d swaps won, %d refused\n", wins.load(), refused.load());
 }
 
-
 // "job.p.t<t>.v<i>": the key of thread t's i-th put in the fenced tests.
 inline std::string fmt_key(int t, int i) {
   return "job.p.t" + std::to_string(t) + ".v" + std::to_string(i);
@@ -482,8 +481,8 @@ TYPED_TEST_P(SpaceConformance, FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision
   ASSERT_TRUE(s->PutFenced(Key::Parse("job.p.w.v2").value(), this->V("two"), {lease, *r1}).ok());
   auto r2 = s->SwapCell(lease, this->V("m1"), *r1, Deadline::After(5s));
   ASSERT_TRUE(r2.ok()) << r2.status().ToString();
-  const Status stale = s->PutFenced(Key::Parse("job.p.w.v3").value(), this->V("stale"),
-                                    {lease, *r1});
+  const Status stale =
+      s->PutFenced(Key::Parse("job.p.w.v3").value(), this->V("stale"), {lease, *r1});
   ASSERT_EQ(stale.code(), StatusCode::kFailedPrecondition) << stale.ToString();
   EXPECT_NE(stale.message().find(std::to_string(*r2)), std::string::npos)
       << "names the revision found: " << stale.ToString();
@@ -537,8 +536,8 @@ TYPED_TEST_P(SpaceConformance, NoFencedPutLandsAfterItsCellWasSwapped) {
         later += after;
         const bool before = !swap_began.load();
         const Key key = Key::Parse(fmt_key(t, i)).value();
-        Status put = s->PutFenced(key, Value::FromString(key.str()), {lease, r1},
-                                  Deadline::After(10s));
+        Status put =
+            s->PutFenced(key, Value::FromString(key.str()), {lease, r1}, Deadline::After(10s));
         const bool ended_before = !swap_began.load();
         ASSERT_TRUE(put.ok() || put.code() == StatusCode::kFailedPrecondition) << put.ToString();
         if (after) EXPECT_FALSE(put.ok()) << key.str() << " began after the swap and landed";
@@ -572,16 +571,13 @@ TYPED_TEST_P(SpaceConformance, NoFencedPutLandsAfterItsCellWasSwapped) {
               refused);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
-                            ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
-                            CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
-                            BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll,
-                            BlockedTakeWaitsForFirstMatch, BadInputIsRejectedAndNothingStored,
-                            StatsCountOperations, AgreesWithALinearModel,
-                            OverlappingTakersTakeEachTupleOnce,
-                            EraseRemovesEveryMatchAndNothingElse, CellsChangeOnlyFromTheirRevision,
-                            OfConcurrentSwapsFromOneRevisionOneWins,
-                            FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision,
-                            NoFencedPutLandsAfterItsCellWasSwapped);
+REGISTER_TYPED_TEST_SUITE_P(
+    SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset, ReadDoesNotRemove,
+    BlockedGetWokenByPut, DeadlinesTimeOut, CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
+    BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll, BlockedTakeWaitsForFirstMatch,
+    BadInputIsRejectedAndNothingStored, StatsCountOperations, AgreesWithALinearModel,
+    OverlappingTakersTakeEachTupleOnce, EraseRemovesEveryMatchAndNothingElse,
+    CellsChangeOnlyFromTheirRevision, OfConcurrentSwapsFromOneRevisionOneWins,
+    FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision, NoFencedPutLandsAfterItsCellWasSwapped);
 
 }  // namespace acan::testing

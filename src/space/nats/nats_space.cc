@@ -237,7 +237,8 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
     cfg.DenyPurge = true;  // the audit log: nobody wipes it
   }
   // What the fenced stream stores, and only that (a refused put is not), for WatchPuts.
-  const std::string republish_from = fenced_.prefix + ">", republish_to = fenced_.watch_prefix + ">";
+  const std::string republish_from = fenced_.prefix + ">",
+                    republish_to = fenced_.watch_prefix + ">";
   jsRePublish republish;
   if (kind == StreamKind::kFenced) {
     jsRePublish_Init(&republish);
@@ -520,8 +521,8 @@ Result<uint64_t> NatsSpace::FencedLastSequence(Deadline deadline) const {
   const uint64_t last = result == NATS_OK ? si->State.LastSeq : 0;
   jsStreamInfo_Destroy(si);
   if (result != NATS_OK) {
-    return Status::Unavailable(fmt::format("fenced put in space '{}': no stream info: {}", uri_,
-                                           NatsError(result, jerr)));
+    return Status::Unavailable(
+        fmt::format("fenced put in space '{}': no stream info: {}", uri_, NatsError(result, jerr)));
   }
   return last;
 }
@@ -553,8 +554,7 @@ Result<uint64_t> NatsSpace::CellRevisionAtLeader(const Key& key, Deadline deadli
 // put in between refuses it too: then the cell is read again and, if still at the revision, the
 // publish goes again from the new last sequence.
 Status NatsSpace::PublishFenced(const Key& key, const std::string& subject, const Value& value,
-                                const char* chunks_header, const Fence& fence,
-                                Deadline deadline) {
+                                const char* chunks_header, const Fence& fence, Deadline deadline) {
   // Where the last fenced put of this client with the same fence was stored: nothing else was
   // stored between the read of the cell at that revision and it, so a publish expecting it as the
   // last sequence is fenced as well. Any other fence starts with a read of its cell.
@@ -576,8 +576,8 @@ Status NatsSpace::PublishFenced(const Key& key, const std::string& subject, cons
     }
     KillPoint("fenced");  // the last moment before the put is on its way
     uint64_t seq = 0;
-    Status s = Publish(subject, value.data(), value.size(), chunks_header, deadline, nullptr,
-                       &seq, &*expect);
+    Status s = Publish(subject, value.data(), value.size(), chunks_header, deadline, nullptr, &seq,
+                       &*expect);
     if (s.ok()) {
       std::lock_guard lock(mu_);
       fence_seen_ = {fence.cell.str(), fence.revision, seq};
@@ -713,35 +713,35 @@ Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max
     return std::move(out);
   };
   for (const Store* store : StoresFor(pattern)) {
-  const std::string filter = TupleFilter(*store, pattern);
-  for (uint64_t from = 1; out.size() < max_count;) {
-    auto head = FindFrom(*store, filter, from, deadline);
-    if (!head.ok()) return fail(head.status());
-    if (!*head) break;
-    from = (*head)->seq + 1;
-    auto won = DeleteHead(**head, deadline);
-    if (!won.ok()) return fail(won.status());
-    if (!*won) continue;
-    {
-      std::lock_guard lock(mu_);
-      bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, (*head)->size);
+    const std::string filter = TupleFilter(*store, pattern);
+    for (uint64_t from = 1; out.size() < max_count;) {
+      auto head = FindFrom(*store, filter, from, deadline);
+      if (!head.ok()) return fail(head.status());
+      if (!*head) break;
+      from = (*head)->seq + 1;
+      auto won = DeleteHead(**head, deadline);
+      if (!won.ok()) return fail(won.status());
+      if (!*won) continue;
+      {
+        std::lock_guard lock(mu_);
+        bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, (*head)->size);
+      }
+      auto loaded = LoadValue(**head, deadline);
+      if (!loaded.ok()) return fail(loaded.status());
+      Value value = std::move(loaded).value();
+      Head* taken = &**head;
+      if (!taken->chunks.empty()) {
+        // The chunks are this taker's now; a failed purge only leaves garbage behind.
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        const std::string id = taken->chunks.substr(taken->chunks.rfind(' ') + 1);
+        const std::string chunk_filter = chunk_prefix_ + id + ".>";
+        jo.Stream.Purge.Subject = chunk_filter.c_str();
+        (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
+      }
+      stats_.CountBytes(0, value.size());
+      out.push_back(Tuple{std::move(taken->key), std::move(value)});
     }
-    auto loaded = LoadValue(**head, deadline);
-    if (!loaded.ok()) return fail(loaded.status());
-    Value value = std::move(loaded).value();
-    Head* taken = &**head;
-    if (!taken->chunks.empty()) {
-      // The chunks are this taker's now; a failed purge only leaves garbage behind.
-      jsOptions jo;
-      jsOptions_Init(&jo);
-      const std::string id = taken->chunks.substr(taken->chunks.rfind(' ') + 1);
-      const std::string chunk_filter = chunk_prefix_ + id + ".>";
-      jo.Stream.Purge.Subject = chunk_filter.c_str();
-      (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
-    }
-    stats_.CountBytes(0, value.size());
-    out.push_back(Tuple{std::move(taken->key), std::move(value)});
-  }
   }
   return out;
 }
@@ -750,28 +750,28 @@ Result<std::vector<Tuple>> NatsSpace::Scan(const Pattern& pattern, size_t limit,
                                            Deadline deadline) {
   std::vector<Tuple> out;
   for (const Store* store : StoresFor(pattern)) {
-  const std::string filter = TupleFilter(*store, pattern);
-  for (uint64_t from = 1; out.size() < limit;) {
-    ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(*store, filter, from, deadline));
-    if (!head) break;
-    from = head->seq + 1;
-    auto value = LoadValue(*head, deadline);
-    if (!value.ok()) {
-      // A taker may have removed the chunks after this read found the tuple: then the tuple is
-      // gone too, and the read goes on. A tuple still there with a chunk missing is data loss.
-      MsgGuard still;
-      jsDirectGetMsgOptions dg;
-      jsDirectGetMsgOptions_Init(&dg);
-      dg.Sequence = head->seq;
-      if (js_DirectGetMsg(&still.msg, js_, store->stream.c_str(), nullptr, &dg) ==
-          NATS_NOT_FOUND) {
-        continue;
+    const std::string filter = TupleFilter(*store, pattern);
+    for (uint64_t from = 1; out.size() < limit;) {
+      ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, FindFrom(*store, filter, from, deadline));
+      if (!head) break;
+      from = head->seq + 1;
+      auto value = LoadValue(*head, deadline);
+      if (!value.ok()) {
+        // A taker may have removed the chunks after this read found the tuple: then the tuple is
+        // gone too, and the read goes on. A tuple still there with a chunk missing is data loss.
+        MsgGuard still;
+        jsDirectGetMsgOptions dg;
+        jsDirectGetMsgOptions_Init(&dg);
+        dg.Sequence = head->seq;
+        if (js_DirectGetMsg(&still.msg, js_, store->stream.c_str(), nullptr, &dg) ==
+            NATS_NOT_FOUND) {
+          continue;
+        }
+        return value.status();
       }
-      return value.status();
+      stats_.CountBytes(0, value->size());
+      out.push_back(Tuple{std::move(head->key), std::move(value).value()});
     }
-    stats_.CountBytes(0, value->size());
-    out.push_back(Tuple{std::move(head->key), std::move(value).value()});
-  }
   }
   return out;
 }
@@ -1112,8 +1112,8 @@ Result<uint64_t> NatsSpace::SwapCell(const Key& key, Value value, uint64_t expec
     stats_.CountBytes(value.size(), 0);
     uint64_t revision = 0;
     const std::string subject = CellSubject(key);
-    Status s = Publish(subject, value.data(), value.size(), nullptr, deadline, &expected,
-                       &revision);
+    Status s =
+        Publish(subject, value.data(), value.size(), nullptr, deadline, &expected, &revision);
     if (s.code() == StatusCode::kFailedPrecondition) {
       auto now = ReadCell(key);  // the server names no revision: look
       std::string found = "a later revision";

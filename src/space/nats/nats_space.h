@@ -175,8 +175,8 @@ class NatsSpace final : public Space {
   Result<uint64_t> CellRevisionAtLeader(const Key& key, Deadline deadline) const;
 
   // The first tuple of `store` matching `filter` at or after sequence `from`, or none.
-  Result<std::optional<Head>> FindFrom(const Store& store, const std::string& filter,
-                                       uint64_t from, Deadline deadline);
+  Result<std::optional<Head>> FindFrom(const Store& store, const std::string& filter, uint64_t from,
+                                       Deadline deadline);
   // The value of `head`: inline, or its chunks reassembled and checked.
   Result<Value> LoadValue(const Head& head, Deadline deadline);
   // Deletes `head`'s message; false when another taker deleted it first.
@@ -217,8 +217,8 @@ class NatsSpace final : public Space {
 
   const std::string uri_;
   const NatsSpaceOptions options_;
-  const Store tuples_;  // <stream>, <stream>.t.
-  const Store fenced_;  // <stream>_fenced, <stream>.f.t.
+  const Store tuples_;              // <stream>, <stream>.t.
+  const Store fenced_;              // <stream>_fenced, <stream>.f.t.
   const std::string chunk_prefix_;  // <stream>.c.
   const std::string chunk_stream_;
   const std::string cell_prefix_;  // <stream>.r.

@@ -248,8 +248,8 @@ TEST(NatsSpaceTest, FencedPutsAreCheckedByTheServerAcrossClients) {
   std::lock_guard lock(mu);
   std::vector<std::string> sorted = seen;
   std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(sorted, (std::vector<std::string>{"job.last", "job.p.w.v1", "job.p.w.v2",
-                                              "job.p.w.v3", "job.p.w.v4"}));
+  EXPECT_EQ(sorted, (std::vector<std::string>{"job.last", "job.p.w.v1", "job.p.w.v2", "job.p.w.v3",
+                                              "job.p.w.v4"}));
 }
 
 TEST(NatsSpaceTest, BadUrisAreClearErrors) {
