@@ -331,13 +331,12 @@ Status IssueClientCertificate(const std::string& dir, const std::string& common_
                               const std::string& out_prefix) {
   ACAN_ASSIGN_OR_RETURN(KeyPtr key, NewKey());
   CertSpec spec{common_name, not_before_days, not_after_days, false, false, ""};
-  Result<CertPtr> cert = Status::Ok();
-  if (self_signed) {
-    cert = MakeCert(spec, key.get(), nullptr, nullptr);
-  } else {
+  // (A Result is never built from an OK status: the sanitizer build's assertion found one here.)
+  Result<CertPtr> cert = [&]() -> Result<CertPtr> {
+    if (self_signed) return MakeCert(spec, key.get(), nullptr, nullptr);
     ACAN_ASSIGN_OR_RETURN(auto ca, ReadCa(dir));
-    cert = MakeCert(spec, key.get(), ca.first.get(), ca.second.get());
-  }
+    return MakeCert(spec, key.get(), ca.first.get(), ca.second.get());
+  }();
   if (!cert.ok()) return cert.status();
   ACAN_RETURN_IF_ERROR(WriteKey(out_prefix + "-key.pem", key.get()));
   return WriteCert(out_prefix + ".pem", cert->get());
