@@ -20,7 +20,9 @@ TEST(DecimatedTest, StaysBoundedAndEvenlySpacedOverAnyLength) {
     for (size_t i = 1; i + 1 < v.size(); ++i) {
       EXPECT_EQ(uint64_t(v[i] - v[i - 1]), d.stride()) << n << " at " << i;
     }
-    if (n >= 1000) EXPECT_GE(v.size(), 16u) << n;  // still spans the run with many points
+    if (n >= 1000) {
+      EXPECT_GE(v.size(), 16u) << n;  // still spans the run with many points
+    }
   }
 }
 

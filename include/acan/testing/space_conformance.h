@@ -540,8 +540,12 @@ TYPED_TEST_P(SpaceConformance, NoFencedPutLandsAfterItsCellWasSwapped) {
             s->PutFenced(key, Value::FromString(key.str()), {lease, r1}, Deadline::After(10s));
         const bool ended_before = !swap_began.load();
         ASSERT_TRUE(put.ok() || put.code() == StatusCode::kFailedPrecondition) << put.ToString();
-        if (after) EXPECT_FALSE(put.ok()) << key.str() << " began after the swap and landed";
-        if (before && ended_before) EXPECT_TRUE(put.ok()) << put.ToString();
+        if (after) {
+          EXPECT_FALSE(put.ok()) << key.str() << " began after the swap and landed";
+        }
+        if (before && ended_before) {
+          EXPECT_TRUE(put.ok()) << put.ToString();
+        }
         outcome[t].emplace_back(i, put.ok() ? 'o' : 'r');
         // Another cell's swap between puts: the fence of this one has not moved.
         if (i % 7 == 3 && t == 0) {
