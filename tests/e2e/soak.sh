@@ -50,7 +50,7 @@ echo "t_s,role,rss_kb" >"$roles"
 # role PID: what the process is in the run, from its command line.
 role() {
   local args
-  args=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true)
+  args=$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" || true)
   case $args in
     *nats-server*) echo nats-server ;;
     *" manager "*) echo managers ;;
