@@ -495,16 +495,18 @@ Status NatsSpace::PutValue(Key key, Value value, const Fence* fence, Deadline de
   const std::string header = fmt::format("{} {} {}", count, wire::Crc32(value.data(), size), id);
   if (fence != nullptr) {
     Status s = PublishFenced(key, subject, Value(), header.c_str(), *fence, deadline);
-    if (!s.ok()) {  // refused: its chunks would be garbage
-      jsOptions jo;
-      jsOptions_Init(&jo);
-      const std::string chunk_filter = chunk_prefix_ + id + ".>";
-      jo.Stream.Purge.Subject = chunk_filter.c_str();
-      (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
-    }
+    if (!s.ok()) PurgeChunks(id);  // refused: its chunks would be garbage
     return done(s);
   }
   return done(Publish(subject, nullptr, 0, header.c_str(), deadline));
+}
+
+void NatsSpace::PurgeChunks(const std::string& id) {
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  const std::string chunk_filter = chunk_prefix_ + id + ".>";
+  jo.Stream.Purge.Subject = chunk_filter.c_str();
+  (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
 }
 
 Result<uint64_t> NatsSpace::FencedLastSequence(Deadline deadline) const {
@@ -732,12 +734,7 @@ Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max
       Head* taken = &**head;
       if (!taken->chunks.empty()) {
         // The chunks are this taker's now; a failed purge only leaves garbage behind.
-        jsOptions jo;
-        jsOptions_Init(&jo);
-        const std::string id = taken->chunks.substr(taken->chunks.rfind(' ') + 1);
-        const std::string chunk_filter = chunk_prefix_ + id + ".>";
-        jo.Stream.Purge.Subject = chunk_filter.c_str();
-        (void)js_PurgeStream(js_, chunk_stream_.c_str(), &jo, nullptr);
+        PurgeChunks(taken->chunks.substr(taken->chunks.rfind(' ') + 1));
       }
       stats_.CountBytes(0, value.size());
       out.push_back(Tuple{std::move(taken->key), std::move(value)});

@@ -169,6 +169,8 @@ class NatsSpace final : public Space {
   // Publishes the head of a fenced put, refused once the fence's cell moved.
   Status PublishFenced(const Key& key, const std::string& subject, const Value& value,
                        const char* chunks_header, const Fence& fence, Deadline deadline);
+  // Removes the chunks of value `id` (a failed purge only leaves garbage behind).
+  void PurgeChunks(const std::string& id);
   // The fenced stream's last sequence, as its leader says.
   Result<uint64_t> FencedLastSequence(Deadline deadline) const;
   // A cell's revision as the stream's leader says (not a direct get, which a replica answers).
