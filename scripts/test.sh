@@ -8,24 +8,40 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
 labels=${ACAN_TEST_LABELS:-quick|concurrency|chaos}
+# Each phase says how long the run has taken so far (CI has a budget; this shows where it went).
+phase() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
+# ctest, and when a test fails, its assertions and sanitizer reports once more at the very end
+# (a failing test's whole log comes first; a reader of the output's tail still sees why).
+run_ctest() {
+  local log=$1
+  shift
+  if ctest "$@" --output-log "$log"; then return 0; fi
+  echo "== why the tests failed (from $log)"
+  grep -E -A8 ': Failure$|WARNING: (Thread|Address|Undefined|Leak)Sanitizer|runtime error:' "$log" |
+    grep -v '\[info\]' | head -120
+  grep -E '^\s*[0-9]+ - ' "$log" | tail -20
+  return 1
+}
 
-echo "== build (Release)"
+phase "build (Release)"
 scripts/install-deps.sh --tests
 scripts/build.sh
 
-echo "== tests (labels: $labels)"
-ctest --test-dir build --no-tests=error -L "$labels" --output-on-failure -j"$jobs" --timeout 300
+phase "tests (labels: $labels)"
+run_ctest build/ctest.log --test-dir build --no-tests=error -L "$labels" --output-on-failure \
+  -j"$jobs" --timeout 300
 
-echo "== concurrency, runtime and chaos tests under ThreadSanitizer"
+phase "concurrency, runtime and chaos tests under ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DACAN_SANITIZE=thread \
   -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target space_test space_stress_test nats_space_test \
   nats_space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir build-tsan --no-tests=error --output-on-failure --timeout 120 \
+  run_ctest build-tsan/ctest.log --test-dir build-tsan --no-tests=error --output-on-failure \
+  --timeout 120 \
   -R '^((Mem|MemSpin|MemNamed|Census|Nats|NatsFile)[.]|MemSpaceTest|NatsSpaceTest|NatsSpaceStressTest|CensusSpaceTest|FaultSpaceTest|MemSpaceStressTest|RuntimeTest|DeadlineTest|ControllerTest|ChaosTest|CrashPointTest|EveryClass/FaultMatrixTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest|FaultSweepTest))'
 
-echo "== install and find_package(acan) from a consumer project"
+phase "install and find_package(acan) from a consumer project"
 rm -rf build-consumer "$root/build/stage"
 cmake --install build --prefix "$root/build/stage" >/dev/null
 cmake -S tests/consumer -B build-consumer -G Ninja -DCMAKE_PREFIX_PATH="$root/build/stage" >/dev/null
@@ -36,4 +52,4 @@ export LD_LIBRARY_PATH="$root/build/stage/lib"
 ./build-consumer/examples/train_job examples/feasibility.toml "$root/build-consumer/out"
 ./build-consumer/examples/roles examples/feasibility.toml 3
 unset LD_LIBRARY_PATH
-echo "== all tests passed"
+phase "all tests passed"
