@@ -38,7 +38,7 @@ cmake --build build-tsan -j"$jobs" --target space_test space_stress_test nats_sp
   nats_space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   run_ctest build-tsan/ctest.log --test-dir build-tsan --no-tests=error --output-on-failure \
-  --timeout 120 \
+  -j"$jobs" --timeout 120 \
   -R '^((Mem|MemSpin|MemNamed|Census|Nats|NatsFile)[.]|MemSpaceTest|NatsSpaceTest|NatsSpaceStressTest|CensusSpaceTest|FaultSpaceTest|MemSpaceStressTest|RuntimeTest|DeadlineTest|ControllerTest|ChaosTest|CrashPointTest|EveryClass/FaultMatrixTest|ApiTest|Strategies/(RuntimeStrategyTest|ChaosTest|FaultSweepTest))'
 
 phase "install and find_package(acan) from a consumer project"
