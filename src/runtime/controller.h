@@ -84,6 +84,10 @@ class Controller {
   ControllerSnapshot Snapshot() const;
   const ControllerOptions& options() const { return options_; }
 
+  // A task's class: its op and the log2 of its work (a bigger task is a class of its own).
+  using ClassKey = std::pair<int, int>;
+  static ClassKey ClassOf(const nn::TaskSpec& task);
+
  private:
   struct Estimate {
     double srtt_ns = 0;
@@ -92,8 +96,6 @@ class Controller {
     double probe_ns = 0;
     double backoff = 1.0;
   };
-  using ClassKey = std::pair<int, int>;  // op, log2(work)
-  static ClassKey ClassOf(const nn::TaskSpec& task);
   static std::string ClassName(const ClassKey& k);
   std::chrono::nanoseconds TimeoutOf(const Estimate& e) const;
   void Record(bool in_time);

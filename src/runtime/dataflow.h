@@ -32,6 +32,9 @@ struct StepTask {
   std::vector<std::string> input_keys;  // what every copy reads, resolved at the first send
   Clock::time_point sent_at;
   Clock::time_point deadline;
+  // A copy for a faster handler (runtime/straggler.h): sent once at most, looked at from then.
+  bool speculated = false;
+  Clock::time_point straggler_check_at = Clock::time_point::max();
 };
 
 struct StepFlow {

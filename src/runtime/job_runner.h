@@ -42,6 +42,9 @@ struct RunOptions {
   // each bind their handlers to the first CPUs would pile up there (`acan train` turns it on).
   bool pin_handlers = false;
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
+  // A copy of a task the window waits on for a faster idle handler when a slow one holds it
+  // (runtime/straggler.h).
+  bool speculate = true;
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;
   bool standby = true;  // run a standby manager beside the active one

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "runtime/messages.h"
@@ -41,6 +42,21 @@ Result<ClaimState> Liveness::ClaimOf(std::string_view task_key) {
   ClaimState result = ClaimState::kNone;
   for (const Tuple& c : claims) ACAN_RETURN_IF_ERROR(Fold(c, alive, result));
   return result;
+}
+
+Result<std::vector<int>> Liveness::LiveClaimants(std::string_view task_key) {
+  ACAN_ASSIGN_OR_RETURN(auto claims, space_->ReadAll(layout_->ClaimPattern(task_key)));
+  std::map<int, std::optional<int64_t>> alive;
+  std::vector<int> live;
+  for (const Tuple& c : claims) {
+    ClaimState state = ClaimState::kNone;
+    ACAN_RETURN_IF_ERROR(Fold(c, alive, state));
+    auto parsed = layout_->Parse(c.key);
+    if (state == ClaimState::kAlive && parsed.ok()) live.push_back(parsed->handler);
+  }
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  return live;
 }
 
 Result<std::map<std::string, ClaimState>> Liveness::AllClaims() {

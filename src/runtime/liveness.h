@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "acan/space.h"
 #include "runtime/env.h"
@@ -34,6 +35,8 @@ class Liveness {
   // ClaimOf every task with a claim in the space, from one scan of the job's claims and one read
   // of each claimant's alive tuple (what a restart notice needs: the tasks a death lost, at once).
   Result<std::map<std::string, ClaimState>> AllClaims();
+  // The handlers holding a live claim on `task_key` (running it now), in handler order.
+  Result<std::vector<int>> LiveClaimants(std::string_view task_key);
   // Removes every claim on a task about to be sent again (none is live then, or it is hung).
   void DropClaims(std::string_view task_key);
 

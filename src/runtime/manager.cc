@@ -339,6 +339,9 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   t.sent_at = env_->Now();
   const auto timeout = controller_.Timeout(t.spec);
   t.deadline = t.sent_at + timeout;
+  if (const auto fastest = stragglers_.Fastest(t.spec, -1); fastest && options_.speculate) {
+    t.straggler_check_at = t.sent_at + nanoseconds(static_cast<int64_t>(fastest->second));
+  }
   progress_.dispatched++;
   if (reason) {
     progress_.retransmitted++;
@@ -388,6 +391,10 @@ Status Manager::OnDone(const Tuple& tuple) {
   }
   ActiveStep& st = active_.at(it->second.first);
   TaskRun& t = st.tasks[it->second.second];
+  // Every copy's time tells how fast its handler is, the copy that came second too.
+  if (msg->missing.empty() && msg->error.empty()) {
+    stragglers_.Observe(msg->handler, t.spec, msg->exec_ns);
+  }
   if (t.done) {
     progress_.duplicates_discarded++;
     return Status::Ok();
@@ -595,6 +602,39 @@ Status Manager::CheckDeadlines() {
   return Status::Ok();
 }
 
+// A task of the oldest step in flight (what the window waits on) held by a live handler that
+// will take far longer than the fastest other one gets one copy, while nothing is queued (some
+// handler is idle): the first copy done counts, the other's report is a duplicate.
+Status Manager::CheckStragglers() {
+  if (!options_.speculate || active_.empty()) return Status::Ok();
+  const auto now = env_->Now();
+  ActiveStep& st = active_.begin()->second;
+  std::optional<bool> idle;  // read once a turn, when a task is due for a look
+  for (TaskRun& t : st.tasks) {
+    if (t.speculated || t.done || !t.dispatched || t.attempt == 0) continue;
+    if (t.straggler_check_at > now) continue;
+    // Looked at again after the fastest handler's time for it.
+    const auto fastest = stragglers_.Fastest(t.spec, -1);
+    t.straggler_check_at =
+        now + std::max<Clock::duration>(
+                  nanoseconds(static_cast<int64_t>(fastest ? fastest->second : 1e6)),
+                  std::chrono::microseconds(100));
+    if (!idle.has_value()) {
+      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.AnyTaskPattern()));
+      idle = !queued.has_value();
+    }
+    if (!*idle) continue;
+    // One live claimant: queued, lost (the deadlines' business) or run twice already otherwise.
+    ACAN_ASSIGN_OR_RETURN(std::vector<int> claimants, liveness_.LiveClaimants(t.spec.key));
+    if (claimants.size() != 1) continue;
+    const double elapsed = double(duration_cast<nanoseconds>(now - t.sent_at).count());
+    if (!stragglers_.WorthACopy(claimants[0], t.spec, elapsed)) continue;
+    t.speculated = true;
+    ACAN_RETURN_IF_ERROR(Send(st, t, "straggler"));
+  }
+  return Status::Ok();
+}
+
 Status Manager::CleanupStep(const ActiveStep& st) {
   RemoveStep(space_, layout_, st, !local_inputs_);
   return Status::Ok();
@@ -689,6 +729,13 @@ Clock::time_point Manager::NextWake() const {
       if (t.attempt > 0 && !t.done && t.dispatched) wake = std::min(wake, t.deadline);
     }
   }
+  if (!active_.empty()) {  // stragglers are looked for in the oldest step only
+    for (const TaskRun& t : active_.begin()->second.tasks) {
+      if (t.attempt > 0 && !t.done && t.dispatched && !t.speculated) {
+        wake = std::min(wake, t.straggler_check_at);
+      }
+    }
+  }
   return wake;
 }
 
@@ -772,6 +819,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     }
     const auto dispatched = Clock::now();
     ACAN_RETURN_IF_ERROR(CheckDeadlines());
+    ACAN_RETURN_IF_ERROR(CheckStragglers());
     ACAN_RETURN_IF_ERROR(FinalizeSteps());
     if (options_.trace && dones.ok()) {
       // Only slices long enough to see: the manager's turns are most of a trace's events, and

@@ -43,6 +43,7 @@
 #include "runtime/liveness.h"
 #include "runtime/local_inputs.h"
 #include "runtime/progress.h"
+#include "runtime/straggler.h"
 #include "runtime/trace.h"
 #include "runtime/version_store.h"
 
@@ -64,6 +65,9 @@ struct ManagerOptions {
   // bits from a fixed-size run; keep it off where bitwise equality matters).
   bool adapt_task_size = false;
   bool probe = true;  // time one step's tasks locally to set the first timeouts
+  // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
+  // (runtime/straggler.h); off, a slow handler's task is waited for until its deadline.
+  bool speculate = true;
   std::chrono::milliseconds lease{1000};
   ControllerOptions controller;
   // Called after each completed step with the progress so far (on the manager's thread).
@@ -144,6 +148,7 @@ class Manager {
   Status Release();
   Status CheckDeadlines();
   Status CheckClaimsNow();
+  Status CheckStragglers();
   // A claimed task is sent again anyway after this many timeouts (a hung handler).
   static constexpr int kHungFactor = 16;
   Status FinalizeSteps();
@@ -186,6 +191,7 @@ class Manager {
   Liveness liveness_;
   Dispatcher dispatcher_;
   Controller controller_;
+  StragglerWatch stragglers_;
   std::unique_ptr<nn::Batcher> batcher_;
   std::map<int64_t, nn::Plan> plans_;  // by task size
   const nn::Plan* plan_ = nullptr;     // the plan new steps use

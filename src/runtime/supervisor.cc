@@ -33,6 +33,7 @@ ManagerOptions ManagerOptionsFor(const RunOptions& run, int id) {
   mo.window = run.window;
   mo.task_size = run.task_size;
   mo.adapt_task_size = run.adapt_task_size;
+  mo.speculate = run.speculate;
   mo.lease = run.lease;
   mo.controller = run.controller;
   mo.controller.handlers = run.handlers;
