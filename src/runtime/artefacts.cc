@@ -100,6 +100,7 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
                 {"completed", p.completed},
                 {"retransmitted", p.retransmitted},
                 {"duplicates_discarded", p.duplicates_discarded},
+                {"speculated", p.speculated},
                 {"deadlines_extended", p.deadlines_extended},
                 {"by_type", p.by_type},
                 {"retransmit_reasons", p.retransmit_reasons}};

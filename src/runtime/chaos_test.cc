@@ -273,6 +273,37 @@ TEST(ChaosTest, AStalledRunReportsWhatIsInFlightAndGivesUp) {
   EXPECT_NE(last.ToString().find("steps 0..1 in flight"), std::string::npos) << last.ToString();
 }
 
+// A handler fifty times slower than the other holds a task the window waits on: the manager sends
+// one copy of it for the idle fast handler (runtime/straggler.h), the copy that comes second is a
+// discarded duplicate, and nothing changes in the weights; with speculation off, no copy is sent
+// and the weights are the same again.
+TEST(ChaosTest, AStragglersTaskIsCopiedForAFasterIdleHandler) {
+  JobConfig job = Job("data", 4, 512);
+  const auto [data, init, reference] = ReferenceRun(job);
+  for (bool speculate : {true, false}) {
+    SCOPED_TRACE(speculate ? "speculating" : "not speculating");
+    RunOptions o = ChaosRun();
+    o.handlers = 2;
+    o.window = 1;
+    o.speculate = speculate;
+    o.chaos.speeds = {1, 50};  // no speed changes: handler 0 at full speed, handler 1 slowed 50x
+    o.controller.min_timeout = 300ms;  // no deadline passes: every copy is speculation's
+    auto r = RunWatched(job, data, init, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(nn::ModelSha256(r->model), reference);
+    EXPECT_EQ(r->progress.gaps, 0);
+    EXPECT_EQ(r->progress.repeats, 0);
+    EXPECT_EQ(r->progress.retransmitted, 0);  // nothing was lost
+    EXPECT_EQ(r->progress.completed, r->progress.dispatched);
+    if (speculate) {
+      EXPECT_GT(r->progress.speculated, 0);
+      EXPECT_GT(r->progress.duplicates_discarded, 0);
+    } else {
+      EXPECT_EQ(r->progress.speculated, 0);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, ChaosTest,
                          ::testing::Values(Case{"data", 4}, Case{"tiles", 16}, Case{"pipeline", 8},
                                            Case{"chain", 2, 3072}),

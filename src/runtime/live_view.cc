@@ -79,6 +79,9 @@ void AppendJobMetrics(const LiveSample& s, obs::Exposition& e) {
   }
   e.Counter("acan_duplicates_discarded_total", "Reports of tasks already done, dropped.",
             double(p.duplicates_discarded));
+  e.Counter("acan_speculative_copies_total",
+            "Copies of a slow handler's task sent for a faster one (not retransmissions).",
+            double(p.speculated));
   e.Counter("acan_deadlines_extended_total", "Deadlines passed while a live handler held the task.",
             double(p.deadlines_extended));
   for (const auto& [cls, h] : s.task_latency) {

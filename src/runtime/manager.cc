@@ -313,7 +313,7 @@ Status Manager::SendQueued() {
   return Status::Ok();
 }
 
-Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
+Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool speculative) {
   ++t.attempt;
   // Every copy of a task reads what the first one read, so that a task run again (its output was
   // lost) makes the same bytes: an update the version it advances, any other task the newest
@@ -342,7 +342,15 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason) {
   if (const auto fastest = stragglers_.Fastest(t.spec, -1); fastest && options_.speculate) {
     t.straggler_check_at = t.sent_at + nanoseconds(static_cast<int64_t>(fastest->second));
   }
-  progress_.dispatched++;
+  if (speculative) {
+    progress_.speculated++;
+    if (options_.trace) {
+      options_.trace->Instant(TraceRecorder::kManagerLane, "speculate " + t.spec.key, "speculate",
+                              fmt::format(R"({{"attempt":{}}})", t.attempt));
+    }
+  } else {
+    progress_.dispatched++;
+  }
   if (reason) {
     progress_.retransmitted++;
     progress_.retransmit_reasons[reason]++;
@@ -630,7 +638,7 @@ Status Manager::CheckStragglers() {
     const double elapsed = double(duration_cast<nanoseconds>(now - t.sent_at).count());
     if (!stragglers_.WorthACopy(claimants[0], t.spec, elapsed)) continue;
     t.speculated = true;
-    ACAN_RETURN_IF_ERROR(Send(st, t, "straggler"));
+    ACAN_RETURN_IF_ERROR(Send(st, t, nullptr, /*speculative=*/true));
   }
   return Status::Ok();
 }

@@ -133,7 +133,8 @@ class Manager {
   // Sends a fresh task when the pouch has room, else queues it; retransmissions (a reason)
   // always go at once.
   Status Dispatch(ActiveStep& st, TaskRun& task, const char* reason);
-  Status Send(ActiveStep& st, TaskRun& task, const char* reason);
+  // `speculative`: a copy for a faster handler (CheckStragglers), not a retransmission.
+  Status Send(ActiveStep& st, TaskRun& task, const char* reason, bool speculative = false);
   Status SendQueued();
   void ProbeTasks();
   bool Ready(const ActiveStep& st, const TaskRun& task) const;

@@ -15,6 +15,7 @@ std::string Progress::ToJson() const {
   j["completed"] = completed;
   j["retransmitted"] = retransmitted;
   j["duplicates_discarded"] = duplicates_discarded;
+  j["speculated"] = speculated;
   j["inputs_restored"] = inputs_restored;
   j["deadlines_extended"] = deadlines_extended;
   j["by_type"] = by_type;
@@ -43,6 +44,7 @@ Result<Progress> Progress::FromJson(std::string_view text) {
     p.retransmitted = nn::JsonInt(j.at("retransmitted"));
     p.duplicates_discarded = nn::JsonInt(j.at("duplicates_discarded"));
     p.deadlines_extended = nn::JsonInt(j.at("deadlines_extended"));
+    p.speculated = j.contains("speculated") ? nn::JsonInt(j["speculated"]) : 0;
     p.inputs_restored = j.contains("inputs_restored") ? nn::JsonInt(j["inputs_restored"]) : 0;
     p.by_type = nn::JsonIntMap(j.at("by_type"));
     p.retransmit_reasons = nn::JsonIntMap(j.at("retransmit_reasons"));
