@@ -106,6 +106,9 @@ struct RuntimeConfig {
   int64_t handlers = 4;
   int64_t window = 1;
   std::string space = "mem:";
+  // Copy a task the window waits on for a faster idle handler when a slow one holds it
+  // (speculative execution: time for compute, the slow copy's work is thrown away).
+  bool speculate = false;
 };
 
 struct ChaosConfig {

@@ -24,6 +24,7 @@ struct TrainArgs {
   std::optional<uint64_t> seed;
   bool quiet = false;
   bool trace = false;
+  bool speculate = false;
   bool no_pin = false;
   int metrics_port = -1;
   int dashboard_port = -1;
@@ -38,6 +39,7 @@ int RunTrain(const TrainArgs& a) {
   auto job = ParseJobFile(a.config);
   if (!job.ok()) return Fail(job.status());
   if (a.seed) job->train.seed = *a.seed;
+  if (a.speculate) job->runtime.speculate = true;
   ChaosConfig& chaos = job->chaos;
   if (!a.speeds.empty()) chaos.speeds = a.speeds;
   if (a.speed_change_s) chaos.speed_change_s = *a.speed_change_s;
@@ -140,6 +142,9 @@ void AddTrainCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-pin", a->no_pin,
                 "Do not bind handler h to the h-th CPU (bound when there is a CPU per handler "
                 "and no --speeds; unbind when several runs share the machine)");
+  cmd->add_flag("--speculate", a->speculate,
+                "Copy a task the window waits on for a faster idle handler when a slow one holds "
+                "it ([runtime] speculate: time bought with the slow copy's thrown-away work)");
   cmd->add_flag("--trace", a->trace,
                 "Also write trace.json: every completed task execution on its handler's lane, "
                 "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");

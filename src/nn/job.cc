@@ -236,6 +236,7 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   ACAN_RETURN_IF_ERROR(rt.Int("handlers", &job->runtime.handlers));
   ACAN_RETURN_IF_ERROR(rt.Int("window", &job->runtime.window));
   ACAN_RETURN_IF_ERROR(rt.String("space", &job->runtime.space));
+  ACAN_RETURN_IF_ERROR(rt.Bool("speculate", &job->runtime.speculate));
   ACAN_RETURN_IF_ERROR(rt.Finish());
 
   job->chaos.enabled = table("chaos") != nullptr;
@@ -514,7 +515,8 @@ std::string ToToml(const JobConfig& job) {
                         {"stages", job.partition.stages}};
   toml::table runtime{{"handlers", job.runtime.handlers},
                       {"window", job.runtime.window},
-                      {"space", job.runtime.space}};
+                      {"space", job.runtime.space},
+                      {"speculate", job.runtime.speculate}};
   toml::table root{{"model", std::move(model)},
                    {"data", std::move(data)},
                    {"train", std::move(train)},

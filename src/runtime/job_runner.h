@@ -44,7 +44,7 @@ struct RunOptions {
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   // A copy of a task the window waits on for a faster idle handler when a slow one holds it
   // (runtime/straggler.h).
-  bool speculate = true;
+  bool speculate = false;
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;
   bool standby = true;  // run a standby manager beside the active one

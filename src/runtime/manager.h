@@ -67,7 +67,7 @@ struct ManagerOptions {
   bool probe = true;  // time one step's tasks locally to set the first timeouts
   // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
   // (runtime/straggler.h); off, a slow handler's task is waited for until its deadline.
-  bool speculate = true;
+  bool speculate = false;
   std::chrono::milliseconds lease{1000};
   ControllerOptions controller;
   // Called after each completed step with the progress so far (on the manager's thread).

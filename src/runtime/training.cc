@@ -20,6 +20,7 @@ RunOptions RunOptionsFromJob(const JobConfig& job) {
   RunOptions o;
   o.handlers = static_cast<int>(job.runtime.handlers);
   o.window = job.runtime.window;
+  o.speculate = job.runtime.speculate;
   o.space_uri = job.runtime.space;
   if (job.chaos.enabled) o.chaos = ChaosOptions::FromConfig(job.chaos, job.train.seed);
   return o;
