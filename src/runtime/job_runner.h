@@ -43,7 +43,7 @@ struct RunOptions {
   bool pin_handlers = false;
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   // A copy of a task the window waits on for a faster idle handler when a slow one holds it
-  // (runtime/straggler.h).
+  // (runtime/straggler.h; off by default: time bought with the slow copy's work).
   bool speculate = false;
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;

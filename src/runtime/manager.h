@@ -66,7 +66,8 @@ struct ManagerOptions {
   bool adapt_task_size = false;
   bool probe = true;  // time one step's tasks locally to set the first timeouts
   // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
-  // (runtime/straggler.h); off, a slow handler's task is waited for until its deadline.
+  // (runtime/straggler.h). Off (the default: the slow copy's work is thrown away), the window waits
+  // for a slow handler's task as long as its claim is live.
   bool speculate = false;
   std::chrono::milliseconds lease{1000};
   ControllerOptions controller;
