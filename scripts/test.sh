@@ -8,20 +8,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
 labels=${ACAN_TEST_LABELS:-quick|concurrency|chaos}
-# Each phase says how long the run has taken so far (CI has a budget; this shows where it went).
-phase() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
-# ctest, and when a test fails, its assertions and sanitizer reports once more at the very end
-# (a failing test's whole log comes first; a reader of the output's tail still sees why).
-run_ctest() {
-  local log=$1
-  shift
-  if ctest "$@" --output-log "$log"; then return 0; fi
-  echo "== why the tests failed (from $log)"
-  grep -E -A8 ': Failure$|WARNING: (Thread|Address|Undefined|Leak)Sanitizer|runtime error:' "$log" |
-    grep -v '\[info\]' | head -120
-  grep -E '^\s*[0-9]+ - ' "$log" | tail -20
-  return 1
-}
+source scripts/run-ctest.sh
 
 phase "build (Release)"
 scripts/install-deps.sh --tests
