@@ -211,11 +211,20 @@ Status NatsSpace::Connect() {
   return Status::Ok();
 }
 
+void NatsSpace::NoteDedupeWindow(const jsStreamInfo* info) {
+  if (info == nullptr || info->Config == nullptr) return;
+  // 0 is the server's default, two minutes.
+  const std::chrono::nanoseconds window{info->Config->Duplicates > 0 ? info->Config->Duplicates
+                                                                     : int64_t{120} * 1000000000};
+  if (dedupe_window_.count() == 0 || window < dedupe_window_) dedupe_window_ = window;
+}
+
 Status NatsSpace::EnsureStream(const std::string& name, const std::string& subjects,
                                StreamKind kind) {
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetStreamInfo(&si, js_, name.c_str(), nullptr, &jerr);
+  if (s == NATS_OK) NoteDedupeWindow(si);
   jsStreamInfo_Destroy(si);
   if (s == NATS_OK) return Status::Ok();
   if (s != NATS_NOT_FOUND) {
@@ -231,6 +240,7 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   cfg.Storage = options_.memory_storage ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options_.replicas;
   cfg.AllowDirect = true;
+  cfg.Duplicates = options_.dedupe_ms * 1000000;  // nanoseconds
   if (kind == StreamKind::kCells) {
     cfg.MaxMsgsPerSubject = 1;  // a new revision replaces the old one
     cfg.DenyDelete = true;
@@ -249,11 +259,13 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   si = nullptr;
   jerr = static_cast<jsErrCode>(0);
   s = js_AddStream(&si, js_, &cfg, nullptr, &jerr);
+  if (s == NATS_OK) NoteDedupeWindow(si);
   jsStreamInfo_Destroy(si);
   if (s == NATS_OK) return Status::Ok();
   // Another opener may have created it in between.
   si = nullptr;
   if (js_GetStreamInfo(&si, js_, name.c_str(), nullptr, nullptr) == NATS_OK) {
+    NoteDedupeWindow(si);
     jsStreamInfo_Destroy(si);
     return Status::Ok();
   }
@@ -377,7 +389,13 @@ Status NatsSpace::Publish(const std::string& subject, const void* data, size_t s
   if (expect_stream_seq != nullptr) po.ExpectLastSeq = *expect_stream_seq;
   natsStatus result = NATS_OK;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  ACAN_RETURN_IF_ERROR(Retry("put", deadline, [&] {
+  // Retried only while the server still knows the message id: a retry after the window could
+  // store a publish that the server did store but whose reply was lost a second time.
+  const auto request = std::chrono::milliseconds(options_.request_ms);
+  const Deadline within_window =
+      Deadline::After(std::max<std::chrono::nanoseconds>(dedupe_window_ - request, request));
+  const Deadline retry_until = within_window.at() < deadline.at() ? within_window : deadline;
+  ACAN_RETURN_IF_ERROR(Retry("put", retry_until, [&] {
     natsMsg* msg = nullptr;
     result = natsMsg_Create(&msg, subject.c_str(), nullptr, static_cast<const char*>(data),
                             static_cast<int>(size));
@@ -1191,6 +1209,14 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
   options.replicas = static_cast<int>(replicas);
   ACAN_ASSIGN_OR_RETURN(uint64_t request_ms, uri.UintParam("request_ms", 5000));
   ACAN_ASSIGN_OR_RETURN(uint64_t retry_ms, uri.UintParam("retry_ms", 60000));
+  ACAN_ASSIGN_OR_RETURN(uint64_t dedupe_ms, uri.UintParam("dedupe_ms", 30000));
+  if (dedupe_ms < 1000) {
+    return Status::InvalidArgument(fmt::format(
+        "space URI '{}': dedupe_ms={} must be at least 1000 (how long the server remembers a "
+        "publish, so that a retried one is stored once)",
+        uri.text, dedupe_ms));
+  }
+  options.dedupe_ms = static_cast<int64_t>(dedupe_ms);
   options.request_ms = static_cast<int64_t>(std::max<uint64_t>(request_ms, 1));
   options.retry_ms = static_cast<int64_t>(retry_ms);
   ACAN_ASSIGN_OR_RETURN(uint64_t chunk_bytes, uri.UintParam("chunk_bytes", 0));

@@ -34,13 +34,16 @@
 //    republishes what it stores on <stream>.w.t.<size>.<key> for WatchPuts: a refused put is
 //    never seen as one.
 //  - Requests that fail because the connection is down are retried until the call's deadline
-//    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples.
+//    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples. A publish
+//    carries a message id and is retried only within the streams' de-duplication window
+//    (`dedupe_ms`), so a retry after a lost reply is stored once.
 // Thread-safe: one connection shared by every thread of the process.
 #pragma once
 
 #include <nats/nats.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -63,7 +66,13 @@ struct NatsSpaceOptions {
   int replicas = 1;             // stream replicas (a cluster: 3)
   int64_t request_ms = 5000;    // one request's wait for its reply
   int64_t retry_ms = 60000;     // how long a non-blocking call retries a lost connection
-  size_t chunk_bytes = 0;       // values above this travel in chunks; 0: what a message allows
+  // The streams' de-duplication window (set when this client creates them): how long the server
+  // remembers a publish's message id, so that a publish retried after a lost reply is stored
+  // once. A publish is retried only within the window of the streams it finds (less one
+  // request). The server keeps every id of the window in memory (nats-server 2.9 keeps the map's
+  // largest size too): 30 s instead of JetStream's 2 minutes cut its growth over a soak.
+  int64_t dedupe_ms = 30000;
+  size_t chunk_bytes = 0;  // values above this travel in chunks; 0: what a message allows
   SpaceOptions limits;
   // A secure deployment's role (secure.h): TLS with its certificate, its user and password.
   std::optional<RoleCredentials> credentials;
@@ -155,6 +164,8 @@ class NatsSpace final : public Space {
   Status RefusedSince(uint64_t violations_before, std::string_view what) const;
   enum class StreamKind { kTuples, kCells, kFenced };
   // kCells: one message a subject, no deletes; kFenced: republishes its tuples for WatchPuts.
+  // Keeps the shortest de-duplication window of the streams seen (dedupe_window_).
+  void NoteDedupeWindow(const jsStreamInfo* info);
   Status EnsureStream(const std::string& name, const std::string& subjects,
                       StreamKind kind = StreamKind::kTuples);
 
@@ -238,7 +249,9 @@ class NatsSpace final : public Space {
   jsCtx* js_ = nullptr;
   size_t chunk_bytes_ = 0;
   size_t max_payload_ = 0;  // the server's, as the connection learnt it
-  std::string client_id_;   // unique per space object: message ids and chunk ids
+  // The shortest de-duplication window of the streams (Open: what they were created with).
+  std::chrono::nanoseconds dedupe_window_{0};
+  std::string client_id_;  // unique per space object: message ids and chunk ids
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> closed_{false};
 

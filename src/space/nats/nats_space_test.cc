@@ -59,6 +59,14 @@ class RawJetStream {
     jsStreamInfo_Destroy(si);
     return n;
   }
+  // The stream's de-duplication window; 0 when there is no such stream.
+  std::chrono::nanoseconds Duplicates(const std::string& stream) {
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return {};
+    std::chrono::nanoseconds d{si->Config->Duplicates};
+    jsStreamInfo_Destroy(si);
+    return d;
+  }
   void Purge(const std::string& stream, const std::string& subject) {
     jsOptions o;
     jsOptions_Init(&o);
@@ -267,12 +275,30 @@ TEST(NatsSpaceTest, BadUrisAreClearErrors) {
       {url + "?max_total_bytes=lots", "max_total_bytes='lots'"},
       {"nats://127.0.0.1", "not of the form host:port"},
       {"nats:local?port=3", "unknown parameter 'port'"},
+      {url + "?dedupe_ms=10", "dedupe_ms=10 must be at least 1000"},
   };
   for (const Case& c : cases) {
     auto s = OpenSpace(c.uri);
     ASSERT_FALSE(s.ok()) << c.uri;
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << c.uri;
     EXPECT_NE(s.status().message().find(c.says), std::string::npos) << s.status().message();
+  }
+}
+
+// The server remembers each publish's message id for the streams' de-duplication window, in
+// memory: acan makes its streams with 30 s (JetStream's default is 2 minutes), or `dedupe_ms`.
+TEST(NatsSpaceTest, StreamsAreMadeWithTheDedupeWindow) {
+  const std::string url = testing::TestServer().url();
+  auto plain = MustOpen(url + "?stream=dedupe_default");
+  auto shorter = MustOpen(url + "?stream=dedupe_short&dedupe_ms=5000");
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(shorter, nullptr);
+  ASSERT_TRUE(plain->Put("k", Pattern(8, 1)).ok());
+  ASSERT_TRUE(shorter->Put("k", Pattern(8, 2)).ok());
+  RawJetStream raw(url);
+  for (const char* suffix : {"", "_chunks", "_cells", "_fenced"}) {
+    EXPECT_EQ(raw.Duplicates(std::string("dedupe_default") + suffix), 30s) << suffix;
+    EXPECT_EQ(raw.Duplicates(std::string("dedupe_short") + suffix), 5s) << suffix;
   }
 }
 
