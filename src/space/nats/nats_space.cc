@@ -237,7 +237,11 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   cfg.Name = name.c_str();
   cfg.Subjects = subject_list;
   cfg.SubjectsLen = 1;
-  cfg.Storage = options_.memory_storage ? js_MemoryStorage : js_FileStorage;
+  // Cells (the audit log's records among them) are on file whatever the tuples' storage: an
+  // append-only record survives a restart of the server, and in its memory it grew the server
+  // through a long run (the processes soak: a record for every death and join).
+  const bool in_memory = options_.memory_storage && kind != StreamKind::kCells;
+  cfg.Storage = in_memory ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options_.replicas;
   cfg.AllowDirect = true;
   cfg.Duplicates = options_.dedupe_ms * 1000000;  // nanoseconds
@@ -270,8 +274,8 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
     return Status::Ok();
   }
   return Status::Unavailable(fmt::format("cannot create stream '{}' ({}, {} replicas) on '{}': {}",
-                                         name, options_.memory_storage ? "memory" : "file",
-                                         options_.replicas, options_.servers, NatsError(s, jerr)));
+                                         name, in_memory ? "memory" : "file", options_.replicas,
+                                         options_.servers, NatsError(s, jerr)));
 }
 
 void NatsSpace::OnAsyncError(natsConnection* nc, natsSubscription*, natsStatus err, void* closure) {

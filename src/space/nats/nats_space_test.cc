@@ -67,6 +67,13 @@ class RawJetStream {
     jsStreamInfo_Destroy(si);
     return d;
   }
+  bool OnFile(const std::string& stream) {
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return false;
+    const bool file = si->Config->Storage == js_FileStorage;
+    jsStreamInfo_Destroy(si);
+    return file;
+  }
   void Purge(const std::string& stream, const std::string& subject) {
     jsOptions o;
     jsOptions_Init(&o);
@@ -287,10 +294,11 @@ TEST(NatsSpaceTest, BadUrisAreClearErrors) {
 
 // The server remembers each publish's message id for the streams' de-duplication window, in
 // memory: acan makes its streams with 30 s (JetStream's default is 2 minutes), or `dedupe_ms`.
-TEST(NatsSpaceTest, StreamsAreMadeWithTheDedupeWindow) {
+// Cells (the audit log) are on file even when the tuples are in memory.
+TEST(NatsSpaceTest, StreamsAreMadeWithTheDedupeWindowAndCellsOnFile) {
   const std::string url = testing::TestServer().url();
   auto plain = MustOpen(url + "?stream=dedupe_default");
-  auto shorter = MustOpen(url + "?stream=dedupe_short&dedupe_ms=5000");
+  auto shorter = MustOpen(url + "?stream=dedupe_short&dedupe_ms=5000&storage=memory");
   ASSERT_NE(plain, nullptr);
   ASSERT_NE(shorter, nullptr);
   ASSERT_TRUE(plain->Put("k", Pattern(8, 1)).ok());
@@ -299,6 +307,9 @@ TEST(NatsSpaceTest, StreamsAreMadeWithTheDedupeWindow) {
   for (const char* suffix : {"", "_chunks", "_cells", "_fenced"}) {
     EXPECT_EQ(raw.Duplicates(std::string("dedupe_default") + suffix), 30s) << suffix;
     EXPECT_EQ(raw.Duplicates(std::string("dedupe_short") + suffix), 5s) << suffix;
+    EXPECT_TRUE(raw.OnFile(std::string("dedupe_default") + suffix)) << suffix;
+    EXPECT_EQ(raw.OnFile(std::string("dedupe_short") + suffix), suffix == std::string("_cells"))
+        << suffix;
   }
 }
 
