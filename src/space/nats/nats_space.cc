@@ -238,8 +238,8 @@ Status NatsSpace::EnsureStream(const std::string& name, const std::string& subje
   cfg.Subjects = subject_list;
   cfg.SubjectsLen = 1;
   // Cells (the audit log's records among them) are on file whatever the tuples' storage: an
-  // append-only record survives a restart of the server, and in its memory it grew the server
-  // through a long run (the processes soak: a record for every death and join).
+  // append-only record survives a restart of the server, and a memory-stored one would hold
+  // every record of a long run in the server's memory (a death and a join for every crash).
   const bool in_memory = options_.memory_storage && kind != StreamKind::kCells;
   cfg.Storage = in_memory ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options_.replicas;
