@@ -181,7 +181,19 @@ Status NatsSpace::Connect() {
       return Status(applied.code(), fmt::format("space '{}': {}", uri_, applied.message()));
     }
   }
-  if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
+  if (s == NATS_OK) {
+    // A connection attempt whose poll or read a signal interrupted fails as an I/O or protocol
+    // error (libnats 3.4.1 does not retry EINTR): a handler process gets SIGRTMIN whenever the
+    // chaos changes its speed, and a run of them under kills could not start one (e2e.
+    // robustness_processes under ASan: "poll error: 4", "Expected 'PONG', got ''"). Such an
+    // attempt is made again, for 5 s at most; a refused or unreachable server is not.
+    const Deadline give_up = Deadline::After(5s);
+    for (auto backoff = 10ms;; backoff = std::min<std::chrono::milliseconds>(backoff * 2, 200ms)) {
+      s = natsConnection_Connect(&nc_, opts);
+      if ((s != NATS_IO_ERROR && s != NATS_PROTOCOL_ERROR) || give_up.expired()) break;
+      std::this_thread::sleep_for(backoff);
+    }
+  }
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
     const std::string error = NatsError(s, 0);
