@@ -53,26 +53,17 @@ class RawJetStream {
     natsConnection_Destroy(nc_);
   }
   uint64_t Messages(const std::string& stream) {
-    jsStreamInfo* si = nullptr;
-    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return UINT64_MAX;
-    uint64_t n = si->State.Msgs;
-    jsStreamInfo_Destroy(si);
-    return n;
+    return WithInfo(stream, UINT64_MAX, [](const jsStreamInfo& si) { return si.State.Msgs; });
   }
   // The stream's de-duplication window; 0 when there is no such stream.
   std::chrono::nanoseconds Duplicates(const std::string& stream) {
-    jsStreamInfo* si = nullptr;
-    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return {};
-    std::chrono::nanoseconds d{si->Config->Duplicates};
-    jsStreamInfo_Destroy(si);
-    return d;
+    return WithInfo(stream, std::chrono::nanoseconds{}, [](const jsStreamInfo& si) {
+      return std::chrono::nanoseconds{si.Config->Duplicates};
+    });
   }
   bool OnFile(const std::string& stream) {
-    jsStreamInfo* si = nullptr;
-    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return false;
-    const bool file = si->Config->Storage == js_FileStorage;
-    jsStreamInfo_Destroy(si);
-    return file;
+    return WithInfo(stream, false,
+                    [](const jsStreamInfo& si) { return si.Config->Storage == js_FileStorage; });
   }
   void Purge(const std::string& stream, const std::string& subject) {
     jsOptions o;
@@ -82,6 +73,16 @@ class RawJetStream {
   }
 
  private:
+  // `read` of the stream's info, or `missing` when there is no such stream.
+  template <typename T, typename Read>
+  T WithInfo(const std::string& stream, T missing, Read read) {
+    jsStreamInfo* si = nullptr;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, nullptr) != NATS_OK) return missing;
+    T value = read(*si);
+    jsStreamInfo_Destroy(si);
+    return value;
+  }
+
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
 };
