@@ -59,16 +59,24 @@ Status SlowedEnv::ExecuteTask(const nn::TaskSpec& spec,
   const double speed = speed_->load(std::memory_order_relaxed);
   if (speed <= 1.0) return s;
   const auto until = start + std::chrono::duration_cast<Clock::duration>((Now() - start) * speed);
+  // Aimed earlier by what the previous waits overran: each lands about one sleep's lateness past
+  // its aim, so the overrun stays about one sleep's lateness instead of growing with every task.
+  const auto aim = until - std::chrono::nanoseconds(overrun_ns_.load(std::memory_order_relaxed));
   auto renew =
       context.renew_every.count() > 0 ? start + context.renew_every : Clock::time_point::max();
   auto stopped = [&] { return context.stop && context.stop->load(std::memory_order_relaxed); };
-  while (Now() < until && !stopped()) {
+  while (Now() < aim) {
+    if (stopped()) return s;
     if (Now() >= renew) {
-      if (context.renew && !context.renew()) break;
+      if (context.renew && !context.renew()) return s;
       renew = Now() + context.renew_every;
     }
-    SleepUntil(std::min({until, renew, Now() + std::chrono::milliseconds(5)}));
+    SleepUntil(std::min({aim, renew, Now() + std::chrono::milliseconds(5)}));
   }
+  const int64_t overrun =
+      overrun_ns_.load(std::memory_order_relaxed) +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Now() - until).count();
+  overrun_ns_.store(std::clamp(overrun, -kMaxOverrunNs, kMaxOverrunNs), std::memory_order_relaxed);
   return s;
 }
 
