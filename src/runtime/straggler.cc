@@ -1,5 +1,7 @@
 #include "runtime/straggler.h"
 
+#include <algorithm>
+
 namespace acan::runtime {
 
 void StragglerWatch::Observe(int handler, const nn::TaskSpec& task, int64_t exec_ns) {
@@ -33,6 +35,18 @@ bool StragglerWatch::WorthACopy(int claimant, const nn::TaskSpec& task, double e
   const auto own = ExpectedNs(claimant, task);
   const double expected = own ? *own : kUnknownFactor * fastest->second;
   return expected - elapsed_ns > 2 * fastest->second;
+}
+
+std::optional<double> StragglerWatch::WorthACopyUntilNs(const nn::TaskSpec& task) const {
+  const auto fastest = Fastest(task, -1);
+  if (!fastest) return std::nullopt;
+  // A claimant's fastest other handler is never faster than the fastest of all, and one never
+  // seen is taken to need kUnknownFactor times it (WorthACopy).
+  double slowest = kUnknownFactor * fastest->second;
+  for (const auto& [handler, ns] : smoothed_ns_.at(Controller::ClassOf(task))) {
+    slowest = std::max(slowest, ns);
+  }
+  return slowest - 2 * fastest->second;
 }
 
 }  // namespace acan::runtime

@@ -33,6 +33,10 @@ class StragglerWatch {
   // smoothed time less the elapsed time; a claimant without a sample is taken to need
   // kUnknownFactor times the fastest), and the claimant has had the fastest's time already.
   bool WorthACopy(int claimant, const nn::TaskSpec& task, double elapsed_ns) const;
+  // How long after its dispatch `task` can still be worth a copy for any claimant, the slowest
+  // known and one never seen included, on the times known now; none when no handler ran its
+  // class. Past it no claimant qualifies, however long it runs: what it has left only shrinks.
+  std::optional<double> WorthACopyUntilNs(const nn::TaskSpec& task) const;
 
   static constexpr double kSmoothing = 0.25;  // weight of a new sample
   static constexpr double kUnknownFactor = 4;

@@ -70,5 +70,25 @@ TEST(StragglerWatchTest, ACopyGoesOnlyWhereItWouldFinishFarSooner) {
   EXPECT_FALSE(w.WorthACopy(7, t, 2500));
 }
 
+// Past WorthACopyUntilNs no claimant, known or not, is worth a copy; just before it one is.
+TEST(StragglerWatchTest, ACopyIsWorthItOnlyUntilTheSlowestCouldStillBeOvertaken) {
+  StragglerWatch w;
+  const nn::TaskSpec t = Task(8);
+  EXPECT_FALSE(w.WorthACopyUntilNs(t).has_value());  // nobody ran the class yet
+  w.Observe(0, t, 1000);
+  w.Observe(1, t, 1100);  // equal speeds: only a claimant never seen (4 us) is worth a copy
+  ASSERT_TRUE(w.WorthACopyUntilNs(t).has_value());
+  EXPECT_DOUBLE_EQ(*w.WorthACopyUntilNs(t), 2000);
+  w.Observe(2, t, 10000);  // a slow one: 10 us to go, a copy 1 us
+  const double until = *w.WorthACopyUntilNs(t);
+  EXPECT_DOUBLE_EQ(until, 8000);
+  for (int claimant : {0, 1, 2, 7}) {
+    for (double elapsed : {until, until + 1, 2 * until}) {
+      EXPECT_FALSE(w.WorthACopy(claimant, t, elapsed)) << claimant << " at " << elapsed;
+    }
+  }
+  EXPECT_TRUE(w.WorthACopy(2, t, until - 1));
+}
+
 }  // namespace
 }  // namespace acan::runtime
