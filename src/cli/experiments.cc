@@ -580,7 +580,8 @@ void AddExperimentCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"feasibility", "adaptivity", "robustness"}));
   cmd->add_option("--out", args->out, "Artefacts directory (default: out/<name>)");
   cmd->add_flag("--quick", args->quick,
-                "A shorter run of the same regime: fewer speed changes or epochs (adaptivity about a minute, the others seconds)");
+                "A shorter run of the same regime: fewer speed changes, samples or epochs "
+                "(measured here: adaptivity 70-150 s, robustness 15-25 s)");
   cmd->add_option("--processes", args->processes,
                   "robustness with real faults: this many handler processes and the manager, "
                   "killed with SIGKILL and started again (over --space)")

@@ -103,8 +103,8 @@ TEST(EnvTest, LateSleepsDoNotSlowAProcessorBeyondItsSpeed) {
     constexpr int kTasks = 100;
     for (int i = 0; i < kTasks; ++i) ASSERT_TRUE(slow.ExecuteTask(AnyTask(), {}, &out, {}).ok());
     const auto took = base.Now() - t0;
-    SCOPED_TRACE(::testing::Message() << "kernel " << kernel.count() << " ns, took "
-                                      << took.count() << " ns");
+    SCOPED_TRACE(::testing::Message()
+                 << "kernel " << kernel.count() << " ns, took " << took.count() << " ns");
     EXPECT_GE(took, kTasks * 5 * kernel - late);
     EXPECT_LE(took, kTasks * 5 * kernel + late);
   }
