@@ -623,7 +623,9 @@ Status Manager::CheckStragglers() {
     if (t.straggler_check_at > now) continue;
     // Past the moment any claimant could still be overtaken by a copy it is not looked at
     // again: a manager that woke for each task of the step as long as it ran cost two handlers
-    // at full speed 14% of their throughput (docs/benchmarks.md, fourteenth session).
+    // at full speed 14% of their throughput (docs/benchmarks.md, fourteenth session). The
+    // moment is judged on the times known now; one learnt later (a handler slowed down and
+    // reporting so) no longer reaches this task, only the next ones.
     const auto until = stragglers_.WorthACopyUntilNs(t.spec);
     if (until && double(duration_cast<nanoseconds>(now - t.sent_at).count()) >= *until) {
       t.straggler_check_at = Clock::time_point::max();
