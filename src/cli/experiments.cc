@@ -201,11 +201,12 @@ int Adaptivity(const std::string& out, bool quick) {
     return Status::Ok();
   };
   if (Status s = calibrate("before"); !s.ok()) return Fail(s);
-  const int64_t batch = 64;
+  const double batch = static_cast<double>(calib_job->train.batch);
   const double change_s =
       quick ? std::clamp(kChangeSteps * batch / pool.front(), 0.5, 60.0) : kFullChangeS;
+  const double change_steps = change_s * pool.front() / batch;
   std::printf("speed changes every %.2f s (%.0f steps at the pool's full speed), %d a part\n",
-              change_s, change_s * pool.front() / batch, changes_per_part);
+              change_s, change_steps, changes_per_part);
   // Each part long enough for its changes at the speeds' mean (about half the pool's full
   // speed), in whole epochs of a data set small enough to keep in memory.
   const int64_t part_samples = quick ? 16384 : 49152;
@@ -333,7 +334,7 @@ int Adaptivity(const std::string& out, bool quick) {
       {"baseline_spread",
        {{"single_handler", (r1_hi - r1_lo) / r1}, {"pool", (full_hi - full_lo) / full}}},
       {"speed_change_s", change_s},
-      {"speed_change_steps_at_full_speed", change_s * pool.front() / batch},
+      {"speed_change_steps_at_full_speed", change_steps},
       {"speed_changes", changes},
       {"seconds", span},
       {"shares", shares},

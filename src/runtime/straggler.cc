@@ -34,7 +34,7 @@ bool StragglerWatch::WorthACopy(int claimant, const nn::TaskSpec& task, double e
   if (!fastest || elapsed_ns < fastest->second) return false;
   const auto own = ExpectedNs(claimant, task);
   const double expected = own ? *own : kUnknownFactor * fastest->second;
-  return expected - elapsed_ns > 2 * fastest->second;
+  return expected - elapsed_ns > kMargin * fastest->second;
 }
 
 std::optional<double> StragglerWatch::WorthACopyUntilNs(const nn::TaskSpec& task) const {
@@ -46,7 +46,7 @@ std::optional<double> StragglerWatch::WorthACopyUntilNs(const nn::TaskSpec& task
   for (const auto& [handler, ns] : smoothed_ns_.at(Controller::ClassOf(task))) {
     slowest = std::max(slowest, ns);
   }
-  return slowest - 2 * fastest->second;
+  return slowest - kMargin * fastest->second;
 }
 
 }  // namespace acan::runtime

@@ -40,6 +40,8 @@ class StragglerWatch {
 
   static constexpr double kSmoothing = 0.25;  // weight of a new sample
   static constexpr double kUnknownFactor = 4;
+  // A copy must finish within 1 / kMargin of what the claimant has left.
+  static constexpr double kMargin = 2;
 
  private:
   std::map<Controller::ClassKey, std::map<int, double>> smoothed_ns_;  // class -> handler -> time
