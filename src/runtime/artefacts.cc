@@ -66,6 +66,26 @@ nlohmann::json RecoveryJson(const RecoveryStats& stats) {
   }
   recovery["median_recovery_over_own_class_median_task"] =
       ratios.empty() ? json(nullptr) : json(median(ratios));
+  // ... and against its class's median at the slow-down its redo ran at (the class's times over
+  // their slow-downs, times the redo's): what the processor that redid it usually takes for it.
+  // With speeds 1:5:10 a handler that crashes holding a task is often the slow one (it holds its
+  // tasks longest), and it takes its own task again once restarted, at its own speed.
+  std::vector<double> at_speed;
+  for (size_t i = 0; i < stats.lost_classes.size() && i < stats.handler_ms.size() &&
+                     i < stats.lost_speeds.size();
+       ++i) {
+    auto it = stats.task_ms_by_class_at_full_speed.find(stats.lost_classes[i]);
+    const double m = it == stats.task_ms_by_class_at_full_speed.end() ? 0 : median(it->second);
+    if (m > 0) at_speed.push_back(stats.handler_ms[i] / (m * stats.lost_speeds[i]));
+  }
+  recovery["median_recovery_over_own_class_median_at_speed"] =
+      at_speed.empty() ? json(nullptr) : json(median(at_speed));
+  json redo_speeds = json::object();  // how many redos ran at each slow-down
+  for (double s : stats.lost_speeds) {
+    const std::string k = fmt::format("{:g}", s);
+    redo_speeds[k] = redo_speeds.value(k, 0) + 1;
+  }
+  recovery["redo_speeds"] = redo_speeds;
   recovery["manager_recovery"] = quantiles(stats.manager_recovery_ms);
   recovery["handler_ms"] = stats.handler_ms;  // each one (report.html's histogram)
   std::vector<double> calls(stats.manager_recovery_calls.begin(),

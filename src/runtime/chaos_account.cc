@@ -66,6 +66,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
             recovery_ms_.push_back(std::chrono::duration<double, std::milli>(now - l.at).count());
             redo_ms_.push_back(double(in_hand_ns) / 1e6);
             redo_classes_.push_back(Layout::TaskClass(parsed->task_key));
+            redo_speeds_.push_back(done->speed);
             int manager_kills = 0;
             for (auto t : manager_kills_) manager_kills += t >= l.at && t <= now;
             trace_.push_back({{"task", parsed->task_key},
@@ -84,7 +85,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
           lost_now_.erase(it);
         }
       }
-      telemetry_.OnTaskDone(parsed->task_key, in_hand_ns);
+      telemetry_.OnTaskDone(parsed->task_key, in_hand_ns, done->speed);
       return;
     }
     case KeyKind::kRestartNotice: {
@@ -155,6 +156,7 @@ RecoveryStats ChaosAccount::recovery() const {
   r.handler_ms = recovery_ms_;
   r.lost_task_ms = redo_ms_;
   r.lost_classes = redo_classes_;
+  r.lost_speeds = redo_speeds_;
   return r;
 }
 

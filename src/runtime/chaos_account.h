@@ -80,6 +80,7 @@ class ChaosAccount {
   // GUARDED_BY(mu_): kill -> redo reported, the redo's own time, its class (as RecoveryStats).
   std::vector<double> recovery_ms_, redo_ms_;
   std::vector<std::string> redo_classes_;
+  std::vector<double> redo_speeds_;
   nlohmann::json trace_ = nlohmann::json::array();  // GUARDED_BY(mu_): lost_trace()
   std::vector<Clock::time_point> manager_kills_;    // GUARDED_BY(mu_)
   LatencyHistogram watch_lag_;                      // GUARDED_BY(mu_)

@@ -303,6 +303,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   }
   if (!keep_claim()) return Outcome::kLost;
   DoneMessage done{m.attempt, options_.id, exec_ns, "", {}};
+  done.speed = env_->SlowDown();
   if (s.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       Key key = layout_.Output(m.spec.outputs[i], m.spec.step);

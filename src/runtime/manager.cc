@@ -420,7 +420,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   ++st.done;
   dispatcher_.OnDone();
   if (options_.on_task_done) {
-    options_.on_task_done(t.spec.key, msg->handler, msg->exec_ns, t.work);
+    options_.on_task_done(t.spec.key, msg->handler, msg->exec_ns, t.work, msg->speed);
   }
   progress_.completed++;
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;

@@ -83,8 +83,9 @@ struct ManagerOptions {
   // Called when steps are admitted or finished (on the manager's thread).
   std::function<void(const FlightStatus&)> on_flight;
   // Called when a task completes for the first time (on the manager's thread).
-  // `handler` ran it; `work` is nn::TaskWork of its spec.
-  std::function<void(const std::string& task_key, int handler, int64_t exec_ns, int64_t work)>
+  // `handler` ran it at slow-down `speed` (1: full speed); `work` is nn::TaskWork of its spec.
+  std::function<void(const std::string& task_key, int handler, int64_t exec_ns, int64_t work,
+                     double speed)>
       on_task_done;
   // Where retransmissions and take-overs are recorded; null: not traced.
   TraceRecorder* trace = nullptr;

@@ -132,6 +132,7 @@ Value EncodeDoneMessage(const DoneMessage& m) {
   for (const std::string& k : m.missing) w.Str(k);
   w.Pod(m.in_hand_ns);
   w.Pod(m.reported_wall_ns);
+  w.Pod(m.speed);
   return w.Done();
 }
 
@@ -149,6 +150,11 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
   for (auto& k : m.missing) ACAN_RETURN_IF_ERROR(r.Str(&k));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.in_hand_ns));
   ACAN_RETURN_IF_ERROR(r.Pod(&m.reported_wall_ns));
+  ACAN_RETURN_IF_ERROR(r.Pod(&m.speed));
+  if (!(m.speed > 0 && m.speed <= 1e6)) {
+    return Status::DataLoss(
+        fmt::format("done tuple has speed factor {}, not in (0, 1e6]", m.speed));
+  }
   ACAN_RETURN_IF_ERROR(r.End());
   return m;
 }

@@ -45,6 +45,9 @@ struct DoneMessage {
   // When the handler sent the report (its wall clock, ns; 0: not said): what an observer behind
   // a busy connection times a redo by, rather than by when it happened to read the report.
   int64_t reported_wall_ns = 0;
+  // The handler's slow-down factor when it reported (1: full speed, or not slowed; > 0): what
+  // its time is against its processor's usual one.
+  double speed = 1.0;
 };
 Value EncodeDoneMessage(const DoneMessage& m);
 Result<DoneMessage> DecodeDoneMessage(const Value& v);

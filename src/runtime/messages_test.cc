@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "nn/plan.h"
@@ -59,6 +60,7 @@ TEST(MessagesTest, DamagedMessagesAreRefused) {
 
 TEST(MessagesTest, ADoneReportCarriesWhatWasMissing) {
   DoneMessage done{3, 1, 42, "", {"job.t.fwd.s2.m0", "job.p.w0.v2"}};
+  done.speed = 5;
   Value encoded = EncodeDoneMessage(done);
   auto m = DecodeDoneMessage(encoded);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -66,8 +68,17 @@ TEST(MessagesTest, ADoneReportCarriesWhatWasMissing) {
   EXPECT_EQ(m->handler, 1);
   EXPECT_EQ(m->exec_ns, 42);
   EXPECT_EQ(m->missing, done.missing);
+  EXPECT_EQ(m->speed, 5);
   auto bytes = encoded.As<uint8_t>();
   EXPECT_FALSE(DecodeDoneMessage(Value::CopyOf(bytes.data(), bytes.size() - 1)).ok());
+  // A speed factor that is no slow-down at all (0, negative, not a number) is refused.
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    done.speed = bad;
+    auto refused = DecodeDoneMessage(EncodeDoneMessage(done));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().ToString().find("speed factor"), std::string::npos)
+        << refused.status().ToString();
+  }
 }
 
 // A count or a size in a message is checked before room is made for it: a task message claiming

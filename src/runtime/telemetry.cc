@@ -23,18 +23,23 @@ void Telemetry::OnStep(const Progress& p, const ControllerSnapshot& c) {
   manager_crashes_.clear();
 }
 
-void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns) {
+void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns, double speed) {
   std::lock_guard lock(mu_);
   const std::string cls = Layout::TaskClass(key);
+  if (!(speed > 0)) speed = 1.0;
   task_latency_[cls].Record(static_cast<uint64_t>(std::max<int64_t>(exec_ns, 0)));
   if (recovery_.task_ms.size() < 100000) recovery_.task_ms.push_back(double(exec_ns) / 1e6);
   std::vector<double>& of_class = recovery_.task_ms_by_class[cls];
-  if (of_class.size() < 20000) of_class.push_back(double(exec_ns) / 1e6);
+  if (of_class.size() < 20000) {
+    of_class.push_back(double(exec_ns) / 1e6);
+    recovery_.task_ms_by_class_at_full_speed[cls].push_back(double(exec_ns) / 1e6 / speed);
+  }
   auto it = lost_.find(key);
   if (it != lost_.end()) {
     recovery_.handler_ms.push_back(Ms(env_->Now() - it->second));
     recovery_.lost_task_ms.push_back(double(exec_ns) / 1e6);
     recovery_.lost_classes.push_back(cls);
+    recovery_.lost_speeds.push_back(speed);
     lost_.erase(it);
   }
 }

@@ -35,7 +35,10 @@ struct RecoveryStats {
   // The same per class of task: its key without the step ("mb.m0", "upd.l1.w"), the same task in
   // every step.
   std::map<std::string, std::vector<double>> task_ms_by_class;
+  // The same times over the handler's slow-down when it ran them: at full speed.
+  std::map<std::string, std::vector<double>> task_ms_by_class_at_full_speed;
   std::vector<std::string> lost_classes;  // the class of each lost task, as handler_ms
+  std::vector<double> lost_speeds;  // the slow-down its redo ran at, as handler_ms (1: not said)
 };
 
 class Telemetry {
@@ -45,8 +48,8 @@ class Telemetry {
 
   // A step completed (on the manager's thread): its progress and the controller's state.
   void OnStep(const Progress& p, const ControllerSnapshot& c);
-  // A task completed for the first time, after `exec_ns` of execution.
-  void OnTaskDone(const std::string& task_key, int64_t exec_ns);
+  // A task completed for the first time, after `exec_ns` of execution at slow-down `speed`.
+  void OnTaskDone(const std::string& task_key, int64_t exec_ns, double speed = 1.0);
   // A handler crashed at `at`, losing these tasks: their redo's completion is timed from `at`.
   void OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost, Clock::time_point at);
   // The active manager crashed now: the next step's completion is timed from now.

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "runtime/artefacts.h"
+
 namespace acan::runtime {
 namespace {
 
@@ -34,6 +38,36 @@ TEST(TelemetryTest, ALostTaskIsTimedFromTheCrashToItsRedoAndCountedInItsClass) {
   EXPECT_EQ(r.manager_ms, (std::vector<double>{30.0}));
   t.OnRecovered(4ms, 17);
   EXPECT_EQ(t.recovery().manager_recovery_calls, (std::vector<int64_t>{17}));
+}
+
+// A redo is judged against what its processor usually takes: the class's times over their
+// slow-downs, times the redo's. A slow handler redoing its own lost task at 10 is not a slow
+// recovery; a fast one taking three times its usual time is.
+TEST(TelemetryTest, ARedoIsJudgedAgainstItsClassAtTheSlowDownItRanAt) {
+  ManualEnv env;
+  Telemetry t(&env);
+  for (int i = 0; i < 6; ++i) t.OnTaskDone("mb.s" + std::to_string(i) + ".m0", 2000000, 1.0);
+  for (int i = 6; i < 9; ++i) t.OnTaskDone("mb.s" + std::to_string(i) + ".m0", 20000000, 10.0);
+  // Crash 1: the redo runs at 10, 21 ms from the crash (its usual time at 10: 20 ms).
+  t.OnHandlerCrash({{"mb.s9.m0", 4}}, env.Now());
+  env.Advance(21ms);
+  t.OnTaskDone("mb.s9.m0", 20500000, 10.0);
+  nlohmann::json slow = RecoveryJson(t.recovery());
+  EXPECT_NEAR(slow["median_recovery_over_own_class_median_at_speed"].get<double>(), 21.0 / 20, 1e-9);
+  EXPECT_EQ(slow["redo_speeds"], nlohmann::json({{"10", 1}}));
+  // Against the class at any speed (median 2 ms: most runs were at full speed) it looks 10x slow.
+  EXPECT_NEAR(slow["median_recovery_over_own_class_median_task"].get<double>(), 21.0 / 2, 1e-9);
+
+  // Crashes 2 and 3: redos at full speed 6 ms after their crashes, three times the usual 2 ms.
+  for (int s : {10, 11}) {
+    const std::string key = "mb.s" + std::to_string(s) + ".m0";
+    t.OnHandlerCrash({{key, 4}}, env.Now());
+    env.Advance(6ms);
+    t.OnTaskDone(key, 2000000, 1.0);
+  }
+  nlohmann::json fast = RecoveryJson(t.recovery());
+  EXPECT_NEAR(fast["median_recovery_over_own_class_median_at_speed"].get<double>(), 3.0, 1e-9);
+  EXPECT_EQ(fast["redo_speeds"], nlohmann::json({{"1", 2}, {"10", 1}}));
 }
 
 TEST(TelemetryTest, TheCalibrationIsTheMedianStepAndAStallReportSaysHowLong) {

@@ -346,7 +346,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
                           runtime::ServeLiveView(view, options.metrics_port, -1, &url, &unused));
     if (options.on_serving) options.on_serving(url);
   }
-  mo.on_task_done = [&](const std::string& task, int handler, int64_t exec_ns, int64_t work) {
+  mo.on_task_done = [&](const std::string& task, int handler, int64_t exec_ns, int64_t work,
+                        double) {
     auto& [tasks, done] = by_handler[handler];
     ++tasks;
     done += work;
