@@ -157,6 +157,9 @@ RecoveryStats ChaosAccount::recovery() const {
   r.lost_task_ms = redo_ms_;
   r.lost_classes = redo_classes_;
   r.lost_speeds = redo_speeds_;
+  // These are in-hand times, the trips through the server included, which a slow-down does not
+  // stretch: no class time at full speed is made of them (the at-speed recovery stays null).
+  r.task_ms_by_class_at_full_speed.clear();
   return r;
 }
 
