@@ -122,8 +122,7 @@ void PrintTlsRatio(const char* what, size_t size, const std::vector<double>& p,
       "%s, %7zu B values: plain %.0f pairs/s, TLS %.0f pairs/s, time a pair TLS / plain %.3f "
       "(median of %zu rounds; min %.3f max %.3f)\n",
       what, size, Median(p), Median(t), Median(ratio), ratio.size(),
-      *std::min_element(ratio.begin(), ratio.end()),
-      *std::max_element(ratio.begin(), ratio.end()));
+      *std::min_element(ratio.begin(), ratio.end()), *std::max_element(ratio.begin(), ratio.end()));
 }
 
 // Plain against TLS, alternating round by round: raw libnats on a server with the deployment's

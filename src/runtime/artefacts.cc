@@ -71,8 +71,8 @@ nlohmann::json RecoveryJson(const RecoveryStats& stats) {
   // With speeds 1:5:10 a handler that crashes holding a task is often the slow one (it holds its
   // tasks longest), and it takes its own task again once restarted, at its own speed.
   std::vector<double> at_speed;
-  for (size_t i = 0; i < stats.lost_classes.size() && i < stats.handler_ms.size() &&
-                     i < stats.lost_speeds.size();
+  for (size_t i = 0;
+       i < stats.lost_classes.size() && i < stats.handler_ms.size() && i < stats.lost_speeds.size();
        ++i) {
     auto it = stats.task_ms_by_class_at_full_speed.find(stats.lost_classes[i]);
     const double m = it == stats.task_ms_by_class_at_full_speed.end() ? 0 : median(it->second);

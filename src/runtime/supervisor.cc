@@ -119,8 +119,9 @@ void ManagerSlot::Loop() {
       }
     };
     mo.on_flight = [this](const FlightStatus& f) { telemetry_->OnFlight(f); };
-    mo.on_task_done = [this](const std::string& key, int, int64_t exec_ns, int64_t,
-                             double speed) { telemetry_->OnTaskDone(key, exec_ns, speed); };
+    mo.on_task_done = [this](const std::string& key, int, int64_t exec_ns, int64_t, double speed) {
+      telemetry_->OnTaskDone(key, exec_ns, speed);
+    };
     Manager manager(&view, layout_, &job_, &data_, mo);
     Status s = manager.Run(crash_);
     const bool was_active = active_.exchange(false);

@@ -53,7 +53,8 @@ TEST(TelemetryTest, ARedoIsJudgedAgainstItsClassAtTheSlowDownItRanAt) {
   env.Advance(21ms);
   t.OnTaskDone("mb.s9.m0", 20500000, 10.0);
   nlohmann::json slow = RecoveryJson(t.recovery());
-  EXPECT_NEAR(slow["median_recovery_over_own_class_median_at_speed"].get<double>(), 21.0 / 20, 1e-9);
+  EXPECT_NEAR(slow["median_recovery_over_own_class_median_at_speed"].get<double>(), 21.0 / 20,
+              1e-9);
   EXPECT_EQ(slow["redo_speeds"], nlohmann::json({{"10", 1}}));
   // Against the class at any speed (median 2 ms: most runs were at full speed) it looks 10x slow.
   EXPECT_NEAR(slow["median_recovery_over_own_class_median_task"].get<double>(), 21.0 / 2, 1e-9);
