@@ -217,22 +217,7 @@ int main(int argc, char** argv) {
   const std::string url = (*server)->url();
   std::printf("nats-server at %s (file storage, %s)\n", url.c_str(), nats::kLocalServerConfig);
 
-  natsConnection* nc = nullptr;
-  jsCtx* js = nullptr;
-  Check(natsConnection_ConnectTo(&nc, url.c_str()), "connect");
-  Check(natsConnection_JetStream(&js, nc, nullptr), "jetstream");
-  jsStreamConfig cfg;
-  jsStreamConfig_Init(&cfg);
-  const char* subjects[] = {"raw.>"};
-  cfg.Name = "raw";
-  cfg.Subjects = subjects;
-  cfg.SubjectsLen = 1;
-  cfg.Storage = js_FileStorage;
-  cfg.Retention = js_WorkQueuePolicy;
-  Check(js_AddStream(nullptr, js, &cfg, nullptr, nullptr), "add stream");
-  natsSubscription* sub = nullptr;
-  Check(js_PullSubscribe(&sub, js, "raw.>", "raw-worker", nullptr, nullptr, nullptr),
-        "pull subscribe");
+  RawClient client(url, nullptr);
 
   auto space = OpenSpace(url + "?stream=bench");
   if (!space.ok()) {
@@ -243,10 +228,10 @@ int main(int argc, char** argv) {
     const std::string payload(size, 'x');
     const Value value = Value::FromString(payload);
     std::vector<double> raw, ours, ratio;
-    RawPairs(js, sub, payload, seconds / 4);  // warm-up
+    RawPairs(client.js, client.sub, payload, seconds / 4);  // warm-up
     SpacePairs(**space, value, seconds / 4);
     for (int r = 0; r < rounds; ++r) {
-      raw.push_back(RawPairs(js, sub, payload, seconds));
+      raw.push_back(RawPairs(client.js, client.sub, payload, seconds));
       ours.push_back(SpacePairs(**space, value, seconds));
       ratio.push_back(ours.back() / raw.back());
     }
@@ -258,8 +243,5 @@ int main(int argc, char** argv) {
         *std::max_element(ratio.begin(), ratio.end()));
   }
   space->reset();
-  natsSubscription_Destroy(sub);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
   return 0;
 }
