@@ -85,7 +85,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
           lost_now_.erase(it);
         }
       }
-      telemetry_.OnTaskDone(parsed->task_key, in_hand_ns, done->speed);
+      telemetry_.OnTaskDone(parsed->task_key, in_hand_ns);
       return;
     }
     case KeyKind::kRestartNotice: {
