@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -15,6 +17,7 @@
 #include "cli/roles.h"
 #include "cli/run_support.h"
 #include "nn/model.h"
+#include "runtime/job_runner.h"
 #include "runtime/process.h"
 
 namespace acan::cli {
@@ -135,19 +138,68 @@ double Pearson(const std::vector<double>& x, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
-// The steady throughput of a run: samples over time from its metrics rows after the first quarter
-// of its time (start-up and warm-up left out).
-double SteadyRate(const std::vector<runtime::MetricsRow>& rows) {
-  if (rows.size() < 2) return 0;
+// How fast the processors ran over a run, row by row: each handler's work (floats read and
+// written), its kernels' own time (a slow-down's wait left out) and the rest of its tasks' time in
+// hand (claims, reads, writes, reports) as they stood at each metrics row, keyed by the row's time.
+// A machine whose speed drifts (a VM's CPU taken by the hypervisor or slowed by its neighbours, one
+// core more than the other: docs/benchmarks.md) runs the same tasks slower, and the time a float
+// of work takes says by how much, whatever the runtime around the tasks does.
+class ProcessorClock {
+ public:
+  struct Times {
+    double work = 0, kernel_s = 0, io_s = 0;
+    // Seconds a float of work takes a handler never idle, its kernels slowed down `factor` times
+    // (the injected slow-down stretches the kernel, not the reads and writes); 0: none done.
+    double PerFloat(double factor) const {
+      return work > 0 ? (factor * kernel_s + io_s) / work : 0;
+    }
+  };
+
+  // For RunOptions::on_sample (called on the run's sampling thread; read after the run).
+  std::function<void(const runtime::LiveSample&)> Recorder() {
+    return [this](const runtime::LiveSample& s) {
+      std::vector<Times>& at = at_[s.row.t_s];
+      for (const auto& h : s.handlers) at.push_back({double(h.work), h.kernel_s, h.io_s});
+    };
+  }
+  // What was done between two rows' times, by one handler or (-1) by all.
+  Times Between(double t0, double t1, int handler = -1) const {
+    Times d;
+    auto a = at_.find(t0), b = at_.find(t1);
+    if (a == at_.end() || b == at_.end()) return d;
+    for (size_t k = 0; k < a->second.size() && k < b->second.size(); ++k) {
+      if (handler >= 0 && k != size_t(handler)) continue;
+      d.work += b->second[k].work - a->second[k].work;
+      d.kernel_s += b->second[k].kernel_s - a->second[k].kernel_s;
+      d.io_s += b->second[k].io_s - a->second[k].io_s;
+    }
+    return d;
+  }
+
+ private:
+  std::map<double, std::vector<Times>> at_;
+};
+
+// A run's steady part, its metrics rows after the first quarter of its time (start-up and
+// warm-up left out): its throughput, and the time a float of work took its handlers meanwhile.
+struct Steady {
+  double samples_per_s = 0;
+  double per_float_s = 0;
+};
+
+Steady SteadyOf(const std::vector<runtime::MetricsRow>& rows, const ProcessorClock& clock) {
+  if (rows.size() < 2) return {};
   const double from = rows.front().t_s + (rows.back().t_s - rows.front().t_s) / 4;
-  double samples = 0, time = 0;
+  double samples = 0, time = 0, first = -1;
   for (size_t i = 1; i < rows.size(); ++i) {
     if (rows[i - 1].t_s < from) continue;
+    if (first < 0) first = rows[i - 1].t_s;
     const double dt = rows[i].t_s - rows[i - 1].t_s;
     samples += rows[i].samples_per_s * dt;
     time += dt;
   }
-  return time > 0 ? samples / time : 0;
+  if (time <= 0) return {};
+  return {samples / time, clock.Between(first, rows.back().t_s).PerFloat(1)};
 }
 
 double Median(std::vector<double> v) {
@@ -177,50 +229,69 @@ int Adaptivity(const std::string& out, bool quick) {
       quick ? " (quick)" : "");
   // The pool's capacity, measured in the same run before, between and after the two parts of
   // the experiment (the machine's speed drifts): one handler at full speed, and the whole pool at
-  // full speed, each its steady throughput on the same work.
+  // full speed, each its steady throughput on the same work, and the time a float of work took
+  // its handlers meanwhile. The capacity scales the throughput per processor speed (floats a
+  // second a handler does when never idle) with the processors' speed of the moment.
   const int64_t calib_samples = 32768;
   auto calib_job = Parse(MlpJob(calib_samples, 1, 4), "adaptivity calibration");
   if (!calib_job.ok()) return Fail(calib_job.status());
-  std::vector<double> single, pool;
+  std::vector<double> single, pool;          // samples/s per float/s of processor speed
+  std::vector<double> single_raw, pool_raw;  // samples/s as measured
   nlohmann::json baseline = nlohmann::json::array();
   auto calibrate = [&](const std::string& when) -> Status {
-    double rate[2] = {0, 0};
+    Steady steady[2];
     for (int k = 0; k < 2; ++k) {
       runtime::RunOptions c = runtime::RunOptionsFromJob(*calib_job);
       c.handlers = k == 0 ? 1 : handlers;
       c.metrics_interval = std::chrono::milliseconds(quick ? 50 : 200);
+      ProcessorClock clock;
+      c.on_sample = clock.Recorder();
       ACAN_ASSIGN_OR_RETURN(
           TrainResult r,
           TrainAndReport(*calib_job, c, fmt::format("{}/calibration-{}-{}", out, when, c.handlers),
                          true));
-      rate[k] = SteadyRate(r.record->run.metrics);
-      if (rate[k] <= 0) return Status::Internal("a calibration run gave no throughput");
+      steady[k] = SteadyOf(r.record->run.metrics, clock);
+      if (steady[k].samples_per_s <= 0 || steady[k].per_float_s <= 0) {
+        return Status::Internal("a calibration run gave no throughput");
+      }
     }
-    single.push_back(rate[0]);
-    pool.push_back(rate[1]);
+    single_raw.push_back(steady[0].samples_per_s);
+    pool_raw.push_back(steady[1].samples_per_s);
+    single.push_back(steady[0].samples_per_s * steady[0].per_float_s);
+    pool.push_back(steady[1].samples_per_s * steady[1].per_float_s);
     baseline.push_back({{"when", when},
-                        {"single_handler_samples_per_s", rate[0]},
-                        {"pool_full_speed_samples_per_s", rate[1]}});
-    std::printf("baseline (%s): one handler %.0f samples/s, %d at full speed %.0f (%.2f of one)\n",
-                when.c_str(), rate[0], handlers, rate[1], rate[1] / rate[0]);
+                        {"single_handler_samples_per_s", steady[0].samples_per_s},
+                        {"single_handler_floats_per_us", 1e-6 / steady[0].per_float_s},
+                        {"pool_full_speed_samples_per_s", steady[1].samples_per_s},
+                        {"pool_floats_per_us_a_handler", 1e-6 / steady[1].per_float_s}});
+    std::printf(
+        "baseline (%s): one handler %.0f samples/s (a processor at %.0f floats/us), %d at full "
+        "speed %.0f (%.2f of one; %.0f floats/us each)\n",
+        when.c_str(), steady[0].samples_per_s, 1e-6 / steady[0].per_float_s, handlers,
+        steady[1].samples_per_s, steady[1].samples_per_s / steady[0].samples_per_s,
+        1e-6 / steady[1].per_float_s);
     return Status::Ok();
   };
   if (Status s = calibrate("before"); !s.ok()) return Fail(s);
   const double batch = static_cast<double>(calib_job->train.batch);
   const double change_s =
-      quick ? std::clamp(kChangeSteps * batch / pool.front(), 0.5, 60.0) : kFullChangeS;
-  const double change_steps = change_s * pool.front() / batch;
+      quick ? std::clamp(kChangeSteps * batch / pool_raw.front(), 0.5, 60.0) : kFullChangeS;
+  const double change_steps = change_s * pool_raw.front() / batch;
   std::printf("speed changes every %.2f s (%.0f steps at the pool's full speed), %d a part\n",
               change_s, change_steps, changes_per_part);
   // Each part long enough for its changes at the speeds' mean (about half the pool's full
   // speed), in whole epochs of a data set small enough to keep in memory.
   const int64_t part_samples = quick ? 16384 : 49152;
-  const double mixed_rate = single.front() * handlers * 0.45;
+  const double mixed_rate = single_raw.front() * handlers * 0.45;
   const int64_t epochs = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(mixed_rate * changes_per_part * change_s / part_samples)));
   auto job = Parse(MlpJob(part_samples, epochs, 4), "adaptivity experiment");
   if (!job.ok()) return Fail(job.status());
   std::vector<runtime::MetricsRow> rows;  // both parts', the second's times after the first's
+  // Around each row, the seconds a float of work took: each handler at its slow-down, and the
+  // pool's handlers at full speed (for the cap).
+  std::vector<std::vector<double>> per_float;
+  std::vector<double> pool_per_float;
   size_t h = 0;
   for (int part = 0; part < 2; ++part) {
     if (part == 1) {
@@ -238,10 +309,27 @@ int Adaptivity(const std::string& out, bool quick) {
     // speeds 1 and 10 the fast handler waited on the slow one's biggest update every step).
     o.speculate = true;
     o.metrics_interval = std::chrono::milliseconds(quick ? 100 : 250);
+    ProcessorClock clock;
+    o.on_sample = clock.Recorder();
     auto r = TrainAndReport(*job, o, fmt::format("{}/part-{}", out, part + 1), false);
     if (!r.ok()) return Fail(r.status());
     const auto& m = r->record->run.metrics;
+    if (m.empty()) return Fail(Status::Internal("an adaptivity part gave no metrics"));
     h = r->record->run.handlers.size();
+    // Over about a second around each row: a row's own few tasks read which tasks happened to
+    // end in it (micro-batches and updates move floats at different rates) as much as the
+    // machine. Where a handler finished nothing in that second, its time over the whole part.
+    const size_t reach = static_cast<size_t>(
+        std::max(1.0, 0.5 / std::chrono::duration<double>(o.metrics_interval).count()));
+    auto per_float_around = [&](size_t i, int handler, double factor) {
+      const double around = clock
+                                .Between(m[i - std::min(i, reach)].t_s,
+                                         m[std::min(m.size() - 1, i + reach)].t_s, handler)
+                                .PerFloat(factor);
+      if (around > 0) return around;
+      const double part = clock.Between(m.front().t_s, m.back().t_s, handler).PerFloat(factor);
+      return part > 0 ? part : clock.Between(m.front().t_s, m.back().t_s).PerFloat(factor);
+    };
     // The parts in one series: the second's times after the first's, its work counted on top.
     const double offset = rows.empty() ? 0 : rows.back().t_s;
     const std::vector<int64_t> base =
@@ -253,6 +341,11 @@ int Adaptivity(const std::string& out, bool quick) {
         row.handler_work[k] += base[k];
       }
       if (i == 0 && offset > 0) row.samples_per_s = 0;  // the part's start: nothing before it
+      pool_per_float.push_back(per_float_around(i, -1, 1));
+      per_float.emplace_back();
+      for (size_t k = 0; k < h; ++k) {
+        per_float.back().push_back(per_float_around(i, int(k), m[i].handler_speeds[k]));
+      }
       rows.push_back(std::move(row));
     }
   }
@@ -260,32 +353,49 @@ int Adaptivity(const std::string& out, bool quick) {
   // Work each handler should have done if work followed speed, interval by interval, and the
   // pool's capacity: the sum of its handlers' speeds times one handler's rate, capped by what
   // the whole pool does at full speed (the manager and the cores' sharing included: measured,
-  // not assumed to be the core count).
+  // not assumed to be the core count). A handler's speed is the floats a second it does when
+  // never idle, from its own times in that interval: the injected factor stretches its kernels,
+  // not its reads and writes through the space (at factor 5 a handler does a fifth of the
+  // kernels' work and more than a fifth of the tasks); a machine that runs the same tasks 25%
+  // slower for a while offers 25% less meanwhile, which baseline samples taken at other moments
+  // do not see; and a core the hypervisor takes from makes its handler slower than its factor
+  // says (docs/benchmarks.md).
   const double r1 = Median(single), full = Median(pool);
   const double r1_lo = *std::min_element(single.begin(), single.end());
   const double r1_hi = *std::max_element(single.begin(), single.end());
   const double full_lo = *std::min_element(pool.begin(), pool.end());
   const double full_hi = *std::max_element(pool.begin(), pool.end());
-  std::vector<double> expected(h, 0), done(h, 0);
-  double capacity = 0, capacity_lo = 0, capacity_hi = 0, core_capacity = 0, achieved = 0;
+  // As measured, the processors' speed left out: what the claim was judged against before.
+  const double r1_raw = Median(single_raw), full_raw = Median(pool_raw);
+  const double raw_spread = (*std::max_element(single_raw.begin(), single_raw.end()) -
+                             *std::min_element(single_raw.begin(), single_raw.end())) /
+                            r1_raw;
+  std::vector<double> expected(h, 0), expected_nominal(h, 0), done(h, 0);
+  double capacity = 0, capacity_lo = 0, capacity_hi = 0, capacity_raw = 0, core_capacity = 0;
+  double achieved = 0;
   std::vector<double> timeouts, inv_speed;
   int changes = 0;
   for (size_t i = 1; i < rows.size(); ++i) {
     const auto& a = rows[i - 1];
     const auto& b = rows[i];
     // Speeds change at the sampling moments' resolution: take the speeds in force at the end.
-    double dt = b.t_s - a.t_s, total_speed = 0, delta = 0;
+    double dt = b.t_s - a.t_s, total_speed = 0, offered = 0, delta = 0;
     if (b.handler_speeds != a.handler_speeds) ++changes;
-    for (size_t k = 0; k < h; ++k) total_speed += 1.0 / b.handler_speeds[k];
-    for (size_t k = 0; k < h; ++k) delta += double(b.handler_work[k] - a.handler_work[k]);
     for (size_t k = 0; k < h; ++k) {
-      expected[k] += delta * (1.0 / b.handler_speeds[k]) / total_speed;
+      total_speed += 1.0 / b.handler_speeds[k];
+      offered += 1 / per_float[i][k];  // floats a second, all told
+      delta += double(b.handler_work[k] - a.handler_work[k]);
+    }
+    for (size_t k = 0; k < h; ++k) {
+      expected[k] += delta * (1 / per_float[i][k]) / offered;
+      expected_nominal[k] += delta * (1.0 / b.handler_speeds[k]) / total_speed;
       done[k] += double(b.handler_work[k] - a.handler_work[k]);
     }
-    capacity += dt * std::min(total_speed * r1, full);
-    capacity_lo += dt * std::min(total_speed * r1_lo, full_lo);
-    capacity_hi += dt * std::min(total_speed * r1_hi, full_hi);
-    core_capacity += dt * std::min(total_speed, cores) * r1;  // the core count as the cap
+    capacity += dt * std::min(offered * r1, full / pool_per_float[i]);
+    capacity_lo += dt * std::min(offered * r1_lo, full_lo / pool_per_float[i]);
+    capacity_hi += dt * std::min(offered * r1_hi, full_hi / pool_per_float[i]);
+    capacity_raw += dt * std::min(total_speed * r1_raw, full_raw);
+    core_capacity += dt * std::min(total_speed, cores) * r1_raw;  // the core count as the cap
     achieved += b.samples_per_s * dt;
     if (i >= 2 && b.mean_timeout_ms > 0) {
       timeouts.push_back(b.mean_timeout_ms);
@@ -293,40 +403,54 @@ int Adaptivity(const std::string& out, bool quick) {
     }
   }
   nlohmann::json shares = nlohmann::json::array();
-  double worst = 0;
+  double worst = 0, worst_nominal = 0;
   for (size_t k = 0; k < h; ++k) {
-    double dev = expected[k] > 0 ? std::abs(done[k] - expected[k]) / expected[k] : 0;
+    const double dev = expected[k] > 0 ? std::abs(done[k] - expected[k]) / expected[k] : 0;
+    const double dev_nominal =
+        expected_nominal[k] > 0 ? std::abs(done[k] - expected_nominal[k]) / expected_nominal[k] : 0;
     worst = std::max(worst, dev);
+    worst_nominal = std::max(worst_nominal, dev_nominal);
     shares.push_back({{"handler", k},
                       {"work", done[k]},
                       {"expected_by_speed", expected[k]},
-                      {"deviation", dev}});
+                      {"deviation", dev},
+                      {"expected_by_factor", expected_nominal[k]},
+                      {"deviation_from_factor", dev_nominal}});
     std::printf(
         "  handler %zu: work %.3g (floats read and written), %.3g expected from its speed "
-        "(%+.1f%%)\n",
-        k, done[k], expected[k], 100 * (done[k] - expected[k]) / std::max(1e-9, expected[k]));
+        "(%+.1f%%; %+.1f%% from its factor alone)\n",
+        k, done[k], expected[k], 100 * (done[k] - expected[k]) / std::max(1e-9, expected[k]),
+        100 * (done[k] - expected_nominal[k]) / std::max(1e-9, expected_nominal[k]));
   }
   const double utilisation = capacity > 0 ? achieved / capacity : 0;
   const double util_lo = capacity_hi > 0 ? achieved / capacity_hi : 0;  // against the fastest
   const double util_hi = capacity_lo > 0 ? achieved / capacity_lo : 0;
+  const double raw_utilisation = capacity_raw > 0 ? achieved / capacity_raw : 0;
   const double core_utilisation = core_capacity > 0 ? achieved / core_capacity : 0;
+  // The pool's speed at full speed, a handler's floats/us: how far the machine drifted.
+  const auto [slowest, fastest] = std::minmax_element(pool_per_float.begin(), pool_per_float.end());
   const double corr = Pearson(timeouts, inv_speed);
   const double span = std::max(1e-9, rows.back().t_s - rows.front().t_s);
   std::printf("the two parts: %.1f s, %d speed changes seen (at the %g s sampling)\n", span,
               changes, quick ? 0.1 : 0.25);
   bool all = true;
   Claim(&all, worst <= 0.10,
-        fmt::format("each handler's share of the work is within 10% of its share of the speed "
-                    "(worst {:.1f}%)",
-                    100 * worst));
+        fmt::format("each handler's share of the work is within 10% of its share of the speed, "
+                    "measured at its factor (worst {:.1f}%; from the factors alone "
+                    "{:.1f}%)",
+                    100 * worst, 100 * worst_nominal));
   Claim(
       &all, utilisation >= 0.90,
-      fmt::format("throughput is at least 90% of the pool's capacity ({:.0f} of {:.0f} "
-                  "samples/s = {:.2f} against the median baseline; {:.2f} to {:.2f} across the "
-                  "baseline's {} samples, spread {:.0f}% of one handler and {:.0f}% of the "
-                  "pool; against the core count as the cap: {:.2f})",
+      fmt::format("throughput is at least 90% of the pool's capacity at its processors' speed "
+                  "of the moment ({:.0f} of {:.0f} samples/s = {:.2f} against the median "
+                  "baseline; {:.2f} to {:.2f} across the baseline's {} samples, spread {:.0f}% of "
+                  "one handler and {:.0f}% of the pool per processor speed, {:.0f}% of one "
+                  "handler as measured; a handler at full speed did {:.0f}-{:.0f} floats/us; the "
+                  "baseline as measured, the processors' speed left out: {:.2f}; the core count "
+                  "as the cap: {:.2f})",
                   achieved / span, capacity / span, utilisation, util_lo, util_hi, single.size(),
-                  100 * (r1_hi - r1_lo) / r1, 100 * (full_hi - full_lo) / full, core_utilisation));
+                  100 * (r1_hi - r1_lo) / r1, 100 * (full_hi - full_lo) / full, 100 * raw_spread,
+                  1e-6 / *fastest, 1e-6 / *slowest, raw_utilisation, core_utilisation));
   Claim(&all, corr > 0.5,
         fmt::format("the timeout follows 1 / mean speed (correlation {:.2f} over {} samples)", corr,
                     timeouts.size()));
@@ -334,20 +458,32 @@ int Adaptivity(const std::string& out, bool quick) {
       {"experiment", "adaptivity"},
       {"quick", quick},
       {"baseline", baseline},
-      {"single_handler_samples_per_s", r1},
-      {"pool_full_speed_samples_per_s", full},
+      {"single_handler_samples_per_s", r1_raw},
+      {"pool_full_speed_samples_per_s", full_raw},
+      // Samples/s per float/s of processor speed, the median sample.
+      {"single_handler_samples_per_float", r1},
+      {"pool_full_speed_samples_per_float", full},
       {"baseline_spread",
-       {{"single_handler", (r1_hi - r1_lo) / r1}, {"pool", (full_hi - full_lo) / full}}},
+       {{"single_handler", (r1_hi - r1_lo) / r1},
+        {"pool", (full_hi - full_lo) / full},
+        {"single_handler_as_measured", raw_spread}}},
+      {"full_speed_floats_per_us_range", {1e-6 / *fastest, 1e-6 / *slowest}},
+      // Row by row, the parts' metrics.csv rows in order (part 1's, then part 2's): with them
+      // and the baseline, the capacity can be computed again from the files.
+      {"seconds_per_float_by_row",
+       {{"handlers_at_their_factor", per_float}, {"pool_at_full_speed", pool_per_float}}},
       {"speed_change_s", change_s},
       {"speed_change_steps_at_full_speed", change_steps},
       {"speed_changes", changes},
       {"seconds", span},
       {"shares", shares},
       {"worst_share_deviation", worst},
+      {"worst_share_deviation_from_factor", worst_nominal},
       {"achieved_samples", achieved},
       {"capacity_samples", capacity},
       {"capacity_utilisation", utilisation},
       {"capacity_utilisation_range", {util_lo, util_hi}},
+      {"capacity_utilisation_speed_left_out", raw_utilisation},
       {"core_capped_capacity_utilisation", core_utilisation},
       {"timeout_speed_correlation", corr},
       {"claims_hold", all}};

@@ -304,6 +304,30 @@ TEST(ChaosTest, AStragglersTaskIsCopiedForAFasterIdleHandler) {
   }
 }
 
+// The adaptivity experiment's capacity follows the pace its kernels ran at (cli/experiments.cc):
+// a handler's kernel time is its kernels' own, not stretched by the slow-down it waits out, while
+// its busy time is.
+TEST(ChaosTest, AHandlersKernelTimeLeavesOutItsSlowDown) {
+  JobConfig job = Job("data", 4, 256);
+  const auto [data, init, reference] = ReferenceRun(job);
+  RunOptions o = ChaosRun();
+  o.handlers = 2;
+  o.window = 1;
+  o.chaos.speeds = {1, 8};  // no speed changes: handler 0 at full speed, handler 1 slowed 8x
+  auto r = RunWatched(job, data, init, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(nn::ModelSha256(r->model), reference);
+  ASSERT_EQ(r->handlers.size(), 2u);
+  const HandlerReport& fast = r->handlers[0];
+  const HandlerReport& slow = r->handlers[1];
+  ASSERT_GT(fast.tasks, 0);
+  ASSERT_GT(slow.tasks, 0);
+  EXPECT_GT(fast.kernel_s, 0);
+  EXPECT_LE(fast.kernel_s, fast.busy_s);
+  EXPECT_GT(slow.kernel_s, 0);
+  EXPECT_LE(slow.kernel_s * 4, slow.busy_s) << "slowed 8x, most of its busy time is waiting";
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, ChaosTest,
                          ::testing::Values(Case{"data", 4}, Case{"tiles", 16}, Case{"pipeline", 8},
                                            Case{"chain", 2, 3072}),

@@ -349,6 +349,10 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
     stats_->first_task_at_ns.store(Clock::now().time_since_epoch().count());
   }
   stats_->busy_ns.fetch_add(exec_ns);
+  stats_->kernel_ns.fetch_add(kernel_ns);
+  const int64_t in_hand_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - taken).count();
+  stats_->io_ns.fetch_add(std::max<int64_t>(0, in_hand_ns - exec_ns));
   stats_->work.fetch_add(nn::TaskWork(m.spec));
   return Outcome::kDone;
 }

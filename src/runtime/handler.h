@@ -30,6 +30,11 @@ namespace acan::runtime {
 struct HandlerStats {
   std::atomic<int64_t> tasks{0};    // tasks run to completion and reported
   std::atomic<int64_t> busy_ns{0};  // time spent running tasks (stretched by speed)
+  // Of the tasks' time in hand: their kernels' own (without a slow-down's wait), and the rest
+  // outside the kernel and the wait (the claim, the reads, the writes and the report). With
+  // `work`, how fast the processor runs at its slow-down, whatever the runtime around it does.
+  std::atomic<int64_t> kernel_ns{0};
+  std::atomic<int64_t> io_ns{0};
   std::atomic<int64_t> work{0};     // work done: floats each task reads and writes (deterministic)
   std::atomic<int64_t> lost_ns{0};  // work lost in crashes
   std::atomic<int64_t> crashes{0};

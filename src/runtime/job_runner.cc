@@ -69,6 +69,8 @@ HandlerReport ReportOf(int id, const HandlerStats& st) {
   r.id = id;
   r.tasks = st.tasks.load();
   r.busy_s = double(st.busy_ns.load()) / 1e9;
+  r.kernel_s = double(st.kernel_ns.load()) / 1e9;
+  r.io_s = double(st.io_ns.load()) / 1e9;
   r.work = st.work.load();
   r.lost_s = double(st.lost_ns.load()) / 1e9;
   r.speed = st.speed.load();

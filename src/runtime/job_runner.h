@@ -133,7 +133,9 @@ struct HandlerReport {
   int id = 0;
   int64_t tasks = 0;
   double busy_s = 0;
-  int64_t work = 0;  // floats its tasks read and wrote: work done, independent of timing
+  double kernel_s = 0;  // of busy_s, the kernels' own time (without a slow-down's wait)
+  double io_s = 0;      // tasks' time in hand outside busy_s (claims, reads, writes, reports)
+  int64_t work = 0;     // floats its tasks read and wrote: work done, independent of timing
   double lost_s = 0;
   double idle_ratio = 0;
   double speed = 1;
