@@ -346,6 +346,9 @@ int Adaptivity(const std::string& out, bool quick) {
       for (size_t k = 0; k < h; ++k) {
         per_float.back().push_back(per_float_around(i, int(k), m[i].handler_speeds[k]));
       }
+      if (pool_per_float.back() <= 0) {
+        return Fail(Status::Internal("no handler finished a task in an adaptivity part"));
+      }
       rows.push_back(std::move(row));
     }
   }
@@ -355,8 +358,8 @@ int Adaptivity(const std::string& out, bool quick) {
   // the whole pool does at full speed (the manager and the cores' sharing included: measured,
   // not assumed to be the core count). A handler's speed is the floats a second it does when
   // never idle, from its own times in that interval: the injected factor stretches its kernels,
-  // not its reads and writes through the space (at factor 5 a handler does a fifth of the
-  // kernels' work and more than a fifth of the tasks); a machine that runs the same tasks 25%
+  // not its reads and writes through the space (at factor 5 a handler does more than a fifth of
+  // what one at full speed does); a machine that runs the same tasks 25%
   // slower for a while offers 25% less meanwhile, which baseline samples taken at other moments
   // do not see; and a core the hypervisor takes from makes its handler slower than its factor
   // says (docs/benchmarks.md).
@@ -427,8 +430,9 @@ int Adaptivity(const std::string& out, bool quick) {
   const double util_hi = capacity_lo > 0 ? achieved / capacity_lo : 0;
   const double raw_utilisation = capacity_raw > 0 ? achieved / capacity_raw : 0;
   const double core_utilisation = core_capacity > 0 ? achieved / core_capacity : 0;
-  // The pool's speed at full speed, a handler's floats/us: how far the machine drifted.
-  const auto [slowest, fastest] = std::minmax_element(pool_per_float.begin(), pool_per_float.end());
+  // A handler's speed at full speed over the parts: how far the machine drifted.
+  const auto [quickest, slowest] =
+      std::minmax_element(pool_per_float.begin(), pool_per_float.end());
   const double corr = Pearson(timeouts, inv_speed);
   const double span = std::max(1e-9, rows.back().t_s - rows.front().t_s);
   std::printf("the two parts: %.1f s, %d speed changes seen (at the %g s sampling)\n", span,
@@ -450,7 +454,7 @@ int Adaptivity(const std::string& out, bool quick) {
                   "as the cap: {:.2f})",
                   achieved / span, capacity / span, utilisation, util_lo, util_hi, single.size(),
                   100 * (r1_hi - r1_lo) / r1, 100 * (full_hi - full_lo) / full, 100 * raw_spread,
-                  1e-6 / *fastest, 1e-6 / *slowest, raw_utilisation, core_utilisation));
+                  1e-6 / *slowest, 1e-6 / *quickest, raw_utilisation, core_utilisation));
   Claim(&all, corr > 0.5,
         fmt::format("the timeout follows 1 / mean speed (correlation {:.2f} over {} samples)", corr,
                     timeouts.size()));
@@ -467,7 +471,7 @@ int Adaptivity(const std::string& out, bool quick) {
        {{"single_handler", (r1_hi - r1_lo) / r1},
         {"pool", (full_hi - full_lo) / full},
         {"single_handler_as_measured", raw_spread}}},
-      {"full_speed_floats_per_us_range", {1e-6 / *fastest, 1e-6 / *slowest}},
+      {"full_speed_floats_per_us_range", {1e-6 / *slowest, 1e-6 / *quickest}},
       // Row by row, the parts' metrics.csv rows in order (part 1's, then part 2's): with them
       // and the baseline, the capacity can be computed again from the files.
       {"seconds_per_float_by_row",
