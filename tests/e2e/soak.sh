@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Soak (labels slow and soak): trains under the robustness chaos (handlers and the manager crash
-# with p = 1 every 5 s, speeds 1:5:10: examples/robustness.toml) for SECONDS (default 1800) and samples, every 10 s, the
-# memory the run holds (RSS of every process of the run), the space's resident bytes (its
-# /metrics: acan_space_resident_bytes), and its open file descriptors and threads. After a
-# warm-up (the first third: the bounded histories, runtime/decimated.h, are full after 8.5
-# minutes), each series' least-squares slope must project a growth over the
-# rest of the run within a bound: RSS within max(5% of its median, 8 MiB), resident bytes within
-# max(10% of its median, 256 KiB); fds and threads may not exceed their first-half peak by more
-# than 2 in the second half. The run ends with SIGTERM: one process dies of it (143); a run of
-# processes stops every process cleanly (130), and none is left.
+# with p = 1 every 5 s, speeds 1:5:10: examples/robustness.toml) for SECONDS (default 1800) and
+# samples, every 10 s, the memory the run holds (RSS of every process of the run, by role), the
+# space's resident bytes (its /metrics: acan_space_resident_bytes), its open file descriptors,
+# threads and processes, and, across processes, what nats:local's server keeps (Go's heap after a
+# collection, its closed-connection records); every 2 s, each process's peak RSS (VmHWM), so
+# that restarted roles are judged by their incarnations' peaks. soak_judge.py judges the samples:
+# after a warm-up (the first third: the bounded histories, runtime/decimated.h, are full after
+# 8.5 minutes), each series' least-squares slope, projected over the rest of the run, must stay
+# within its bound (listed there); fds, threads and processes may not exceed their first-half
+# peak by more than 2 in the second half. The run ends with SIGTERM: one process dies of it
+# (143); a run of processes stops every process cleanly (130), and none is left.
 #   soak.sh ACAN_BINARY in-process [SECONDS]  -- threads in one process, the mem: space
 #   soak.sh ACAN_BINARY processes [SECONDS]   -- 3 handler processes and 2 managers, SIGKILLed, on a
 #                                                private nats-server (nats:local)
-# The samples go to $ACAN_SOAK_OUT/soak-MODE.csv when ACAN_SOAK_OUT is set, with each role's RSS
-# (the supervisor, nats-server, managers, handlers) in soak-MODE-roles.csv, whose slopes it prints.
+# The samples go to $ACAN_SOAK_OUT/soak-MODE-{samples,roles,incarnations,server}.csv when
+# ACAN_SOAK_OUT is set (soak_judge.py DIR MODE soak-MODE- judges them again).
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY in-process|processes [SECONDS]}
 mode=${2:?usage: $0 ACAN_BINARY in-process|processes [SECONDS]}
@@ -24,12 +26,24 @@ source "$(dirname "$0")/small_job.sh"
 trap stop_started EXIT
 fail() { echo "FAIL: $*" >&2; tail -n 20 "$work"/run.log >&2 || true; exit 1; }
 
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 # The note's robustness job (examples/robustness.toml), for a million epochs.
 sed 's/^epochs = .*/epochs = 1000000/' "$(dirname "$0")/../../examples/robustness.toml" >"$work/job.toml"
 case $mode in
   in-process) args=() ;;
-  processes) sed -i 's/^handlers = 4/handlers = 3/' "$work/job.toml"; args=(--processes 3 --space nats:local) ;;
+  processes)
+    sed -i 's/^handlers = 4/handlers = 3/' "$work/job.toml"; args=(--processes 3 --space nats:local)
+    # nats:local's server, started with its monitoring and profiling ports on loopback, so that
+    # the soak can read what the server keeps (closed connections) and Go's own accounts of its
+    # heap after a collection, beside its RSS.
+    mport=$(free_port) pport=$(free_port)
+    real_server=${ACAN_NATS_SERVER:-$(command -v nats-server || echo /usr/sbin/nats-server)}
+    printf '#!/bin/sh\nexec %q "$@" -m %d --profile %d\n' "$real_server" "$mport" "$pport" \
+      >"$work/nats-server"
+    chmod +x "$work/nats-server"
+    export ACAN_NATS_SERVER="$work/nats-server"
+    ;;
   *) fail "mode '$mode': in-process or processes" ;;
 esac
 "$acan" train "$work/job.toml" "${args[@]}" --out "$work/run" --quiet --metrics-port "$port" \
@@ -47,6 +61,8 @@ csv="$work/samples.csv"
 echo "t_s,rss_kb,resident_bytes,fds,threads,processes" >"$csv"
 roles="$work/roles.csv"
 echo "t_s,role,rss_kb" >"$roles"
+server="$work/server.csv"
+echo "t_s,rss_kb,heap_alloc,heap_sys,heap_released,closed_connections" >"$server"
 # role PID: what the process is in the run, from its command line.
 role() {
   local args
@@ -58,28 +74,56 @@ role() {
     *) echo supervisor ;;
   esac
 }
+# Every process's peak RSS (VmHWM), read every 2 s: a restarted role (a handler or manager process
+# SIGKILLed every few seconds and started again) is judged by its incarnations' peaks, not by its
+# RSS at whatever age a sample finds it.
+declare -A hwm=() born=() last=() role_of=()
 start=$(date +%s)
+sampled=0
 while (($(date +%s) - start < seconds)); do
-  sleep 10
+  sleep 2
   kill -0 "$run" 2>/dev/null || fail "the run ended by itself before $seconds s"
-  rss=0 fds=0 threads=0 n=0
+  now=$(($(date +%s) - start))
+  procs=$(descendants "$run")
+  for p in $procs; do
+    h=$(awk '/^VmHWM:/ {print $2}' "/proc/$p/status" 2>/dev/null || true)
+    [[ -n "$h" ]] || continue
+    if [[ -z ${born[$p]:-} ]]; then born[$p]=$now; role_of[$p]=$(role "$p"); fi
+    last[$p]=$now
+    ((h > ${hwm[$p]:-0})) && hwm[$p]=$h
+  done
+  ((now - sampled >= 10)) || continue  # the rest every 10 s
+  sampled=$now
+  rss=0 fds=0 threads=0 n=0 server_rss=""
   declare -A by_role=()
-  for p in $(descendants "$run"); do
+  for p in $procs; do
     [[ -r /proc/$p/status ]] || continue
     r=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
     k=$(role "$p")
     by_role[$k]=$((${by_role[$k]:-0} + ${r:-0}))
+    [[ $k == nats-server ]] && server_rss=$r
     t=$(awk '/^Threads:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
     f=$( (ls "/proc/$p/fd" 2>/dev/null || true) | wc -l)  # a killed process may be gone
     rss=$((rss + ${r:-0})) threads=$((threads + ${t:-0})) fds=$((fds + f)) n=$((n + 1))
   done
   resident=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics" |
     awk '/^acan_space_resident_bytes/ {v = $2} END {print v}' || true)
-  now=$(($(date +%s) - start))
   echo "$now,$rss,${resident:-},$fds,$threads,$n" >>"$csv"
   for k in "${!by_role[@]}"; do echo "$now,$k,${by_role[$k]}" >>"$roles"; done
   unset by_role
+  if [[ $mode == processes ]]; then
+    # Go's accounts after a collection (gc=1), and the closed connections the server keeps.
+    stats=$(curl -s --max-time 5 "http://127.0.0.1:$pport/debug/pprof/heap?debug=1&gc=1" |
+      awk '$1 == "#" && $3 == "=" {v[$2] = $4}
+           END {print v["HeapAlloc"] "," v["HeapSys"] "," v["HeapReleased"]}' || true)
+    closed=$(curl -s --max-time 5 "http://127.0.0.1:$mport/connz?state=closed&limit=1" |
+      /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])' 2>/dev/null || true)
+    echo "$now,${server_rss:-},${stats:-,,},${closed:-}" >>"$server"
+  fi
 done
+incarnations="$work/incarnations.csv"
+echo "pid,role,born_s,last_s,hwm_kb" >"$incarnations"
+for p in "${!hwm[@]}"; do echo "$p,${role_of[$p]},${born[$p]},${last[$p]},${hwm[$p]}" >>"$incarnations"; done
 children=$(descendants "$run" | tail -n +2)
 kill -TERM "$run"
 rc=0
@@ -91,55 +135,6 @@ for p in $children; do
   if kill -0 "$p" 2>/dev/null; then fail "process $p of the run outlived it"; fi
 done
 if [[ -n ${ACAN_SOAK_OUT:-} ]]; then
-  cp "$csv" "$ACAN_SOAK_OUT/soak-$mode.csv"
-  cp "$roles" "$ACAN_SOAK_OUT/soak-$mode-roles.csv"
+  for f in samples roles incarnations server; do cp "$work/$f.csv" "$ACAN_SOAK_OUT/soak-$mode-$f.csv"; done
 fi
-/usr/bin/python3 - "$roles" <<'PY'
-import csv, collections, statistics, sys
-by = collections.defaultdict(list)
-for r in csv.DictReader(open(sys.argv[1])):
-    by[r["role"]].append((float(r["t_s"]), float(r["rss_kb"]) / 1024))
-for role, pts in sorted(by.items()):
-    pts = pts[len(pts) // 3:]
-    if len(pts) < 3:
-        continue
-    xs, ys = [p[0] / 60 for p in pts], [p[1] for p in pts]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    den = sum((x - mx) ** 2 for x in xs) or 1
-    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
-    print(f"  {role}: RSS median {statistics.median(ys):.1f} MiB, slope {k * 1024:+.0f} KiB/min")
-PY
-/usr/bin/python3 - "$csv" "$mode" <<'PY'
-import csv, statistics, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1]))]
-if len(rows) < 8:
-    sys.exit(f"FAIL: only {len(rows)} samples")
-warm = len(rows) // 3
-after = rows[warm:]
-def slope(key):
-    pts = [(float(r["t_s"]), float(r[key])) for r in after if r[key] != ""]
-    if len(pts) < 4:
-        sys.exit(f"FAIL: {key}: {len(pts)} samples after the warm-up")
-    mt = statistics.fmean(t for t, _ in pts); mv = statistics.fmean(v for _, v in pts)
-    b = sum((t - mt) * (v - mv) for t, v in pts) / sum((t - mt) ** 2 for t, _ in pts)
-    span = pts[-1][0] - pts[0][0]
-    return b, b * span, statistics.median(v for _, v in pts), span
-bad = []
-for key, unit, frac, floor in (("rss_kb", 1024, 0.05, 8 << 20), ("resident_bytes", 1, 0.10, 256 << 10)):
-    b, growth, median, span = slope(key)
-    growth_b, median_b = growth * unit, median * unit
-    bound = max(frac * median_b, floor)
-    print(f"{sys.argv[2]}: {key}: median {median_b / 2**20:.2f} MiB, slope {b * unit * 60 / 1024:.1f} KiB/min,"
-          f" projected growth over {span / 60:.1f} min {growth_b / 2**20:+.2f} MiB (bound {bound / 2**20:.2f} MiB)")
-    if growth_b > bound:
-        bad.append(key)
-half = len(after) // 2
-for key in ("fds", "threads", "processes"):
-    first = max(int(r[key]) for r in after[:half]); second = max(int(r[key]) for r in after[half:])
-    print(f"{sys.argv[2]}: {key}: peak {first} in the first half, {second} in the second")
-    if second > first + 2:
-        bad.append(key)
-if bad:
-    sys.exit("FAIL: growing: " + ", ".join(bad))
-print(f"{sys.argv[2]}: flat over {len(rows)} samples")
-PY
+/usr/bin/python3 "$(dirname "$0")/soak_judge.py" "$work" "$mode"
