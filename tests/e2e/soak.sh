@@ -99,7 +99,7 @@ while (($(date +%s) - start < seconds)); do
   for p in $procs; do
     [[ -r /proc/$p/status ]] || continue
     r=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
-    k=$(role "$p")
+    k=${role_of[$p]:-$(role "$p")}  # known since the peak was read, unless it just started
     by_role[$k]=$((${by_role[$k]:-0} + ${r:-0}))
     [[ $k == nats-server ]] && server_rss=$r
     t=$(awk '/^Threads:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
