@@ -50,6 +50,9 @@ struct HandlerOptions {
   // free port; -1: none); `on_serving` gets the URL once it listens.
   int metrics_port = -1;
   std::function<void(const std::string& url)> on_serving;
+  // Once it has announced itself in the job's space, before its first take: the incarnation this
+  // run of the handler is (from then on the manager knows it, and a stop is a clean leave).
+  std::function<void(int64_t incarnation)> on_joined;
 };
 
 struct HandlerReport {

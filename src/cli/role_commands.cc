@@ -231,6 +231,12 @@ int RunHandlerCommand(const HandlerArgs& a) {
   o.on_serving = [](const std::string& url) {
     std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
   };
+  if (!a.quiet) {
+    o.on_joined = [&a, &o](int64_t incarnation) {
+      fmt::print(stderr, "acan: handler {} joined job '{}' (incarnation {}); SIGTERM leaves\n",
+                 o.id, a.job_id, incarnation);
+    };
+  }
   auto r = RunHandler(a.space, a.job_id, o);
   if (!r.ok()) return Fail(r.status());
   if (!a.quiet) {

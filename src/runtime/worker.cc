@@ -218,6 +218,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   }
   runtime::Handler handler(&space, layout, ho, &stats);
   ACAN_RETURN_IF_ERROR(handler.Announce());
+  if (options.on_joined) options.on_joined(ho.incarnation);
   handler.Run(stop);
   PutUsage(space, layout, fmt::format("h{}-i{}", options.id, ho.incarnation));
   HandlerReport report;

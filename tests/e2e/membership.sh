@@ -40,7 +40,9 @@ pids+=("$h9")
 "$acan" handler --space "$url" --job job --id 10 > "$work/h10.log" 2>&1 &
 h10=$!
 pids+=("$h10")
-sleep 1
+# SIGTERM once it has joined (before, its signals are not yet its own: a slow start, under ASan say,
+# would die of it).
+wait_line "$work/h10.log" "handler 10 joined job 'job'" > /dev/null
 kill -TERM "$h10"
 wait "$h10" || { echo "FAIL: a handler stopped by SIGTERM exited non-zero" >&2; cat "$work/h10.log" >&2; exit 1; }
 grep -q 'left the job' "$work/h10.log" || { echo "FAIL: $(cat "$work/h10.log")" >&2; exit 1; }

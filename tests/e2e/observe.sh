@@ -23,14 +23,6 @@ browse() {  # browse URL OUT: the page's DOM after its scripts ran, chromium's l
   timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
     --no-first-run --user-data-dir="$work/chromium" --virtual-time-budget=4000 --dump-dom "$1" > "$2" 2> "$2.log"
 }
-# wait_line FILE PATTERN: the first line of FILE matching PATTERN, within 60 s.
-wait_line() {
-  for _ in $(seq 1 600); do
-    if line=$(grep -m1 -o "$2" "$1" 2>/dev/null); then echo "$line"; return 0; fi
-    sleep 0.1
-  done
-  echo "FAIL: no '$2' in $1:" >&2; cat "$1" >&2; return 1
-}
 scrape() { /usr/bin/python3 -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
 counter() { awk -v n="$1" '$1 ~ "^"n"({|$)" {print $2; exit}' "$2"; }
 # wait_steps URL OUT: scrapes URL into OUT until acan_steps_applied_total is above 0 (60 s).

@@ -1,6 +1,6 @@
 # Sourced by the multi-process end-to-end tests: small_job FILE STRATEGY TASK_SIZE STAGES SAMPLES
 # [EPOCHS] writes a small MLP job (steps of 4 synthetic rows, window 1, 1 epoch unless told); weights_of SUMMARY prints its
-# weights_sha256; stop_started (an EXIT trap) sends SIGTERM to each PID in the caller's `pids`,
+# weights_sha256; wait_line FILE REGEX waits for a line; stop_started (an EXIT trap) sends SIGTERM to each PID in the caller's `pids`,
 # waits for them and removes the caller's `work` directory; start_nats (below) starts a server.
 small_job() {
   cat > "$1" <<TOML
@@ -34,6 +34,15 @@ need_tool() {
   path=$(command -v "$1" || echo "/usr/bin/$1")
   [[ -x "$path" ]] || { echo "FAIL: $1 is missing (scripts/install-deps.sh --tests installs it)" >&2; return 1; }
   echo "$path"
+}
+# wait_line FILE REGEX: prints the first match of REGEX in FILE once it is there (60 s), or fails
+# printing the file.
+wait_line() {
+  for _ in $(seq 1 600); do
+    if line=$(grep -m1 -o "$2" "$1" 2>/dev/null); then echo "$line"; return 0; fi
+    sleep 0.1
+  done
+  echo "FAIL: no '$2' in $1:" >&2; cat "$1" >&2; return 1
 }
 weights_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$1"; }
 stop_started() {
