@@ -4,7 +4,8 @@
 # samples, every 10 s, the memory the run holds (RSS of every process of the run, by role), the
 # space's resident bytes (its /metrics: acan_space_resident_bytes), its open file descriptors,
 # threads and processes, and, across processes, what nats:local's server keeps (Go's heap after a
-# collection, its closed-connection records); every 2 s, each process's peak RSS (VmHWM), so
+# collection, the part of it in the de-duplication ids and block caches, its closed-connection
+# records); every 2 s, each process's peak RSS (VmHWM), so
 # that restarted roles are judged by their incarnations' peaks. soak_judge.py judges the samples:
 # after a warm-up (the first third: the bounded histories, runtime/decimated.h, are full after
 # 8.5 minutes), each series' least-squares slope, projected over the rest of the run, must stay
@@ -62,7 +63,7 @@ echo "t_s,rss_kb,resident_bytes,fds,threads,processes" >"$csv"
 roles="$work/roles.csv"
 echo "t_s,role,rss_kb" >"$roles"
 server="$work/server.csv"
-echo "t_s,rss_kb,heap_alloc,heap_sys,heap_released,closed_connections" >"$server"
+echo "t_s,rss_kb,heap_alloc,heap_sys,heap_released,dedupe_bytes,block_cache_bytes,closed_connections" >"$server"
 # role PID: what the process is in the run, from its command line.
 role() {
   local args
@@ -112,13 +113,13 @@ while (($(date +%s) - start < seconds)); do
   for k in "${!by_role[@]}"; do echo "$now,$k,${by_role[$k]}" >>"$roles"; done
   unset by_role
   if [[ $mode == processes ]]; then
-    # Go's accounts after a collection (gc=1), and the closed connections the server keeps.
+    # Go's accounts after a collection (gc=1) and what its heap profile puts in the two stores
+    # nats-server 2.9 keeps at their high-water mark; the closed connections it keeps.
     stats=$(curl -s --max-time 5 "http://127.0.0.1:$pport/debug/pprof/heap?debug=1&gc=1" |
-      awk '$1 == "#" && $3 == "=" {v[$2] = $4}
-           END {print v["HeapAlloc"] "," v["HeapSys"] "," v["HeapReleased"]}' || true)
+      /usr/bin/python3 "$(dirname "$0")/soak_judge.py" --heap 2>/dev/null || true)
     closed=$(curl -s --max-time 5 "http://127.0.0.1:$mport/connz?state=closed&limit=1" |
       /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total"])' 2>/dev/null || true)
-    echo "$now,${server_rss:-},${stats:-,,},${closed:-}" >>"$server"
+    echo "$now,${server_rss:-},${stats:-,,,,},${closed:-}" >>"$server"
   fi
 done
 incarnations="$work/incarnations.csv"
