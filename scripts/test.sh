@@ -19,8 +19,10 @@ run_ctest build/ctest.log --test-dir build --no-tests=error -L "$labels" --outpu
   -j"$jobs" --timeout 300
 
 phase "concurrency, runtime and chaos tests under ThreadSanitizer"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DACAN_SANITIZE=thread \
-  -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
+# At -O1 (ThreadSanitizer instruments the accesses the compiled code makes at any level): about a
+# third less compiling than -O3, in a suite whose budget is 20 minutes on 2 cores.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+  -DACAN_SANITIZE=thread -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target space_test space_stress_test nats_space_test \
   nats_space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
