@@ -119,8 +119,14 @@ int Feasibility(const std::string& out) {
                     per_epoch[0].get<double>(), per_epoch[1].get<double>()));
   Claim(&all, s["tasks"]["retransmitted"].get<int64_t>() == 0,
         fmt::format("no retransmission happens ({})", s["tasks"]["retransmitted"].get<int64_t>()));
-  if (int rc = WriteExperiment(out, {{"experiment", "feasibility"}, {"claims_hold", all}}); rc)
-    return rc;
+  nlohmann::json record = {{"experiment", "feasibility"},
+                            {"claims_hold", all},
+                            {"initial_loss", s["initial_loss"]},
+                            {"final_loss", s["final_loss"]},
+                            {"loss_per_epoch", per_epoch},
+                            {"retransmitted", s["tasks"]["retransmitted"]},
+                            {"tasks", s["tasks"]["dispatched"]}};
+  if (int rc = WriteExperiment(out, record); rc) return rc;
   return all ? 0 : 1;
 }
 
@@ -727,6 +733,15 @@ int RobustnessProcesses(const std::string& out, bool quick, const std::string& s
 
 int RunExperiment(const ExperimentArgs& args) {
   runtime::TuneProcess();
+  if (args.name != "robustness" && (args.processes > 0 || !args.space.empty())) {
+    return Fail(Status::InvalidArgument(fmt::format(
+        "experiment {}: --processes and --space apply to the robustness experiment only",
+        args.name)));
+  }
+  if (!args.space.empty() && args.processes == 0) {
+    return Fail(Status::InvalidArgument(
+        "experiment robustness: --space is the space of --processes; give --processes too"));
+  }
   std::string out = args.out.empty() ? "out/" + args.name : args.out;
   if (Status s = CheckOutputDir(out); !s.ok()) return Fail(s);
   if (args.name == "feasibility") return Feasibility(out);
@@ -749,7 +764,8 @@ void AddExperimentCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", args->out, "Artefacts directory (default: out/<name>)");
   cmd->add_flag("--quick", args->quick,
                 "A shorter run of the same regime: fewer speed changes, samples or epochs "
-                "(measured here: adaptivity 70-150 s, robustness 15-25 s)");
+                "(measured here: adaptivity 70-150 s, robustness 15-25 s); feasibility, "
+                "under a second, runs as it is");
   cmd->add_option("--processes", args->processes,
                   "robustness with real faults: this many handler processes and the manager, "
                   "killed with SIGKILL and started again (over --space)")

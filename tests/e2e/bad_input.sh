@@ -334,6 +334,10 @@ echo 'a file' >file
 bad "--out 'file/sub': '$here/file' is not a directory" train job.toml --out file/sub
 bad "--out 'file': '$here/file' is not a directory" train job.toml --out file
 bad "--out 'file/x': '$here/file' is not a directory" experiment feasibility --quick --out file/x
+bad "experiment adaptivity: --processes and --space apply to the robustness experiment only" \
+  experiment adaptivity --processes 3 --out out
+bad "experiment robustness: --space is the space of --processes" \
+  experiment robustness --space nats:local --out out
 if [[ $(id -u) -ne 0 ]]; then  # root writes anywhere
   mkdir locked
   chmod 555 locked
