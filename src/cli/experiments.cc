@@ -764,8 +764,8 @@ void AddExperimentCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", args->out, "Artefacts directory (default: out/<name>)");
   cmd->add_flag("--quick", args->quick,
                 "A shorter run of the same regime: fewer speed changes, samples or epochs "
-                "(measured here: adaptivity 70-150 s, robustness 15-25 s); feasibility, "
-                "under a second, runs as it is");
+                "(measured here: adaptivity 30-150 s, robustness 5-25 s, with the machine's "
+                "speed); feasibility, under a second, runs as it is");
   cmd->add_option("--processes", args->processes,
                   "robustness with real faults: this many handler processes and the manager, "
                   "killed with SIGKILL and started again (over --space)")
