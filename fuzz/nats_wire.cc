@@ -1,6 +1,7 @@
 // What the NATS backend decodes from the server's messages (space/nats/wire.h): a tuple's
 // subject, the Nats-Sequence header, the Acan-Chunks header and the reassembly of the chunks it
-// names. Property: a value reassembles only when its chunks hold exactly its bytes and checksum.
+// names. Property: a value reassembles only when its chunks hold exactly its bytes and hash to its
+// SHA-256 digest.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdlib>
@@ -31,6 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     added += chunk.size();
   }
   auto value = assembler.Finish();
-  if (value.ok() && (value->size() != tuple->size || added != tuple->size)) std::abort();
+  if (value.ok() && (value->size() != tuple->size || added != tuple->size ||
+                     wire::Sha256Hex(value->data(), value->size()) != list->sha256)) {
+    std::abort();
+  }
   return 0;
 }

@@ -105,7 +105,15 @@ struct SpaceStats {
   // network backend, what crossed the wire to and from the server, headers aside.
   uint64_t bytes_put = 0;
   uint64_t bytes_returned = 0;
+  // Values refused because their bytes were not their writer's (IsTampered): a chunk written or
+  // changed by someone else. Always 0 in process.
+  uint64_t tampered = 0;
 };
+
+// True for a DataLoss that says a value's bytes are not the ones its writer wrote: over NATS, a
+// chunked value whose chunks do not hash to the SHA-256 its tuple carries. Such a value is never
+// returned; the call fails with this status and the space logs the subject.
+ACAN_EXPORT bool IsTampered(const Status& status);
 
 class ACAN_EXPORT Space {
  public:

@@ -169,7 +169,7 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   const char* secure_env = std::getenv("ACAN_NATS_SECURE");
   const bool secure =
       uri.find("secure=") != std::string::npos || (secure_env != nullptr && *secure_env != '\0');
-  if (secure && uri.find("role=") == std::string::npos) uri = WithParam(uri, "role=manager");
+  if (uri.find("role=") == std::string::npos) uri = WithParam(uri, "role=manager");
   const SpaceOptions job_space = JobSpaceOptions(kJobId).value();
   auto space = OpenSpace(uri, job_space);
   if (!space.ok()) return Fail(space.status());
@@ -195,10 +195,12 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   // connection of their own: the watch below receives every put of the job, and a request's
   // answer must not wait behind that stream. (Most of the 51 ms from a kill to its notice in the
   // full robustness experiment is the kernel reaping the process: docs/benchmarks.md.)
-  // A secure deployment's URI (secure=DIR): each process presents its own role's credentials;
-  // the supervisor's death notices and lease reads are a manager's.
+  // Each process in its role: in a secure deployment (secure=DIR) it presents the role's
+  // credentials; without one the role is what it does (a handler takes by deleting, never
+  // purges, as its permissions would require). The supervisor's death notices and lease reads
+  // are a manager's.
   auto as_role = [&](std::string_view role) {
-    return secure ? WithParam(child_uri, fmt::format("role={}", role)) : child_uri;
+    return WithParam(child_uri, fmt::format("role={}", role));
   };
   auto commands = OpenSpace(as_role("manager"), job_space);
   if (!commands.ok()) return Fail(commands.status());

@@ -76,7 +76,8 @@ Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
 Key Layout::AuditRecord(int64_t seq) const { return Make(fmt::format("{}.audit.a{}", job_, seq)); }
 std::vector<Pattern> Layout::FencedKeys() const {
-  return {MakePattern(job_ + ".p.>"), MakePattern(job_ + ".m.state"), Pattern::Exactly(Lease())};
+  return {MakePattern(job_ + ".p.>"), MakePattern(job_ + ".m.state"), Pattern::Exactly(Lease()),
+          Pattern::Exactly(JobDescriptor())};
 }
 Key Layout::InitGuard() const { return Make(job_ + ".m.init"); }
 Key Layout::JobDescriptor() const { return Make(job_ + ".m.job"); }

@@ -97,8 +97,10 @@ class Layout {
   Key Alive(int handler) const;
   Key ManagerState() const;
   Key Lease() const;
-  // What the manager puts fenced by its lease (the parameter versions and its state) and the
-  // lease itself: SpaceOptions::fenced of every space of the job (acan::JobSpaceOptions).
+  // What the manager puts fenced by its lease (the parameter versions and its state), the lease
+  // itself and the job's descriptor: SpaceOptions::fenced of every space of the job
+  // (acan::JobSpaceOptions). Over NATS they live in the job's fenced stream, where only a manager
+  // writes or deletes, so that a handler can remove none of what the job is remade from.
   std::vector<Pattern> FencedKeys() const;
   Key InitGuard() const;  // a cell: which manager sets up a new job (Manager::InitJob)
   Key JobDescriptor() const;

@@ -61,6 +61,11 @@ std::string_view SpaceOpName(SpaceOp op) {
 
 // ---- conveniences ----
 
+bool IsTampered(const Status& status) {
+  return status.code() == StatusCode::kDataLoss &&
+         status.message().find("tampered:") != std::string::npos;
+}
+
 Status Space::PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) {
   ACAN_ASSIGN_OR_RETURN(Cell cell, ReadCell(fence.cell));
   if (cell.revision != fence.revision) {

@@ -2,31 +2,41 @@
 // "nats:local" (a private server for one run). Several processes and machines that open the same
 // URI share one space.
 //
-// Layout (DESIGN.md section 3, "Notes for the NATS JetStream backend"):
-//  - A tuple is one message in the stream <stream> on the subject <stream>.t.<size>.<key>; the
-//    stream's sequence is the insertion order. <size> (the value's bytes) makes Stats exact from
-//    the server's per-subject counts.
-//  - A value larger than the server's max_payload travels as chunks in the stream
-//    <stream>_chunks (<stream>.c.<id>.<i>), put before the tuple that names them, so a reader
-//    never sees a tuple whose chunks were not all stored; a chunk missing or corrupt later (a
-//    server that lost data) is DataLoss, never a torn value.
+// Layout (DESIGN.md section 3, "Notes for the NATS JetStream backend"; the names are built in
+// nats_layout.h):
+//  - A key's first token is its namespace (a job's id): each namespace has streams of its own,
+//    made when a client that may make them (a manager, or a client with no role) first writes in
+//    it, so that a secure deployment's permissions reach one job and a handler's deletes cannot
+//    reach another job's tuples. A pattern whose first token is a wildcard looks in every
+//    namespace this client may see (every one on the server; a secure role: its job's).
+//  - A tuple is one message on the subject <stream>.t.<size>.<key>; the stream's sequence is the
+//    insertion order. <size> (the value's bytes) makes Stats exact from the server's per-subject
+//    counts.
+//  - A value larger than the server's max_payload travels as chunks put before the tuple that
+//    names them, under subjects of the namespace and of the writer's role (a handler cannot write
+//    a manager's chunks), so a reader never sees a tuple whose chunks were not all stored. The
+//    tuple's header carries the value's SHA-256, and only its writer could write that header: a
+//    reader returns the value only if the chunks (the first message on each chunk subject) hash
+//    to it. A chunk missing later (a server that lost data) is DataLoss; a value whose chunks do
+//    not hash to its digest is a DataLoss that IsTampered() recognises, logged with its subject.
 //  - Read is a direct get of the first message after a sequence whose subject matches the pattern
 //    (NATS wildcards are the space's: '*' a token, '>' the rest). Take is that read followed by
 //    deleting the message by its sequence: the server lets exactly one deleter win, so two takers
 //    never both get a tuple, whatever their patterns (a WorkQueue consumer cannot promise that for
-//    overlapping filters such as 'ts.*.y' and 'ts.fwd.>').
+//    overlapping filters such as 'ts.*.y' and 'ts.fwd.>'). The taker removes a taken value's
+//    chunks: by a purge of their subjects where its role may purge, else by deleting each.
 //  - A blocked Get/Take waits on a watch of the pattern's subjects (a core NATS subscription, kept
 //    for the connection's life and shared by every waiter on that pattern) and looks again when a
 //    matching put arrives, and at least every 50 ms (for a put whose notice raced the look).
 //    Subscriptions are never destroyed while the connection is open: libnats 3.4.1 can crash when
 //    one is destroyed while a message for it is being delivered (nats.c issue 637, fixed in 3.5).
-//  - A cell is the last message on <stream>.r.<key> in the stream <stream>_cells, which keeps one
-//    message a subject (a JetStream KV bucket's layout) and allows no deletes or purges; its
+//  - A cell is the last message on <stream>.r.<key> in its namespace's cells stream, which keeps
+//    one message a subject (a JetStream KV bucket's layout) and allows no deletes or purges; its
 //    revision is the message's sequence. SwapCell publishes with the expected last sequence of the
 //    subject (none for revision 0), so the server lets exactly one of two swaps from a revision
 //    through.
-//  - Tuples and cells whose keys match SpaceOptions::fenced live apart, in the stream
-//    <stream>_fenced (<stream>.f.t.<size>.<key> and <stream>.f.r.<key>), so that a fenced put
+//  - Tuples and cells whose keys match SpaceOptions::fenced live apart, in the namespace's fenced
+//    stream (<stream>.f.t.<size>.<key> and <stream>.f.r.<key>), so that a fenced put
 //    (PutFenced) can be conditional on its cell where it is stored: it publishes with the
 //    stream's expected last sequence, a sequence at which the cell was read at the fence's
 //    revision, so that the server refuses it if anything, a swap of the cell included, was
@@ -36,7 +46,8 @@
 //  - Requests that fail because the connection is down are retried until the call's deadline
 //    (non-blocking calls: `retry_ms`), so a server restart costs time, not tuples. A publish
 //    carries a message id and is retried only within the streams' de-duplication window
-//    (`dedupe_ms`), so a retry after a lost reply is stored once.
+//    (`dedupe_ms`), so a retry after a lost reply is stored once. Streams that vanished (a
+//    memory-storage server that restarted) are made again by a client that may make them.
 // Thread-safe: one connection shared by every thread of the process.
 #pragma once
 
@@ -49,12 +60,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
 #include "acan/space.h"
 #include "space/nats/local_server.h"
+#include "space/nats/nats_layout.h"
 #include "space/nats/secure.h"
+#include "space/nats/wire.h"
 #include "space/space_stats_internal.h"
 
 namespace acan::nats {
@@ -74,8 +88,15 @@ struct NatsSpaceOptions {
   int64_t dedupe_ms = 30000;
   size_t chunk_bytes = 0;  // values above this travel in chunks; 0: what a message allows
   SpaceOptions limits;
-  // A secure deployment's role (secure.h): TLS with its certificate, its user and password.
+  // A secure deployment's role (secure.h): TLS with its certificate, its user and password; the
+  // space is then confined to the deployment's job (credentials->job), and its replies come to
+  // the role's own inbox prefix.
   std::optional<RoleCredentials> credentials;
+  // What this client is: "manager" and "" (no role) make streams, purge and write chunks as a
+  // manager; "handler" writes a handler's chunks and removes by deleting, never by purging (what
+  // its permissions allow in a secure deployment, and the same without one); "observer" only
+  // reads. With credentials, their role.
+  std::string role;
 };
 
 class NatsSpace final : public Space {
@@ -123,18 +144,42 @@ class NatsSpace final : public Space {
 
   // Bytes of chunk payload per message (values above this travel in chunks).
   size_t chunk_bytes() const { return chunk_bytes_; }
+  const NatsLayout& layout() const { return layout_; }
   // A private server this space started ("nats:local"), stopped when the space is destroyed.
   void AdoptServer(std::unique_ptr<LocalNatsServer> server) { server_ = std::move(server); }
   LocalNatsServer* server() const { return server_.get(); }
 
  private:
-  // A stream of tuples: the plain ones, or the fenced ones (SpaceOptions::fenced).
+  // Where a tuple lives: its namespace's plain or fenced stream.
   struct Store {
+    bool fenced = false;
+    std::string ns;
     std::string stream;
-    std::string prefix;        // of its tuples' subjects: <stream>.t. or <stream>.f.t.
-    std::string watch_prefix;  // where WatchPuts sees what it stored: the same, or <stream>.w.t.
+    std::string prefix;  // of its tuples' subjects: <stream>.t. or <stream>.f.t.
   };
-  struct Head;  // a tuple's message: sequence, key, inline value or chunk list
+  // A tuple's message: where, its sequence and key, its inline value or its chunk list.
+  struct Head {
+    Store store;
+    uint64_t seq = 0;
+    Key key;
+    size_t size = 0;
+    std::string chunks;  // the Acan-Chunks header; empty for an inline value
+    Value value;         // an inline value
+    int64_t stored_ns = 0;  // when the server stored it (its streams' common order)
+  };
+  // Where a look for a pattern's matches stands in one store.
+  struct Cursor {
+    Store store;
+    std::string filter;
+    uint64_t from = 1;
+    std::optional<Head> head;  // the next match, once looked up
+    bool done = false;
+  };
+  // The cursors of every store a pattern may match in.
+  Result<std::vector<Cursor>> CursorsFor(const Pattern& pattern);
+  // The oldest next match over `cursors` (by when the server stored it, so that matches in
+  // several streams come in the order they were put), or none; the cursor moves past it.
+  Result<std::optional<Head>> NextMatch(std::vector<Cursor>& cursors, Deadline deadline);
   // Puts seen on one pattern's subjects, for the getters waiting on it.
   struct Watch {
     std::mutex mu;
@@ -162,51 +207,79 @@ class NatsSpace final : public Space {
   // a request of another thread that fails in the same moment is told the same (a client whose
   // role allows what it does is never refused, so this happens only to one that tries more).
   Status RefusedSince(uint64_t violations_before, std::string_view what) const;
-  enum class StreamKind { kTuples, kCells, kFenced };
-  // kCells: one message a subject, no deletes; kFenced: republishes its tuples for WatchPuts.
+
+  // ---- namespaces and their streams (nats_streams.cc) ----
+  bool MayManage() const { return options_.role.empty() || options_.role == "manager"; }
+  // PermissionDenied for a key outside the namespace a secure role is confined to.
+  Status CheckNamespace(std::string_view ns, std::string_view what) const;
+  // Makes sure namespace `ns` has its streams: made when missing and `create` (and this client
+  // may make them). *exists: whether they are there now (false only without `create`).
+  Status EnsureNamespace(std::string_view ns, bool create, bool* exists);
+  // Forgets that `ns` has its streams (they vanished), so the next use looks again.
+  void ForgetNamespace(std::string_view ns);
+  // The namespaces a pattern may match in, each with streams: one, or for a pattern whose first
+  // token is a wildcard every one this client may see.
+  Result<std::vector<std::string>> NamespacesFor(const Pattern& pattern);
+  Result<std::vector<std::string>> AllNamespaces() const;
   // Keeps the shortest de-duplication window of the streams seen (dedupe_window_).
   void NoteDedupeWindow(const jsStreamInfo* info);
-  Status EnsureStream(const std::string& name, const std::string& subjects,
-                      StreamKind kind = StreamKind::kTuples);
+  // NATS_OK, NATS_NOT_FOUND (no such stream) or the error, with its info when `info`.
+  natsStatus StreamInfo(const std::string& name, jsStreamInfo** info, jsErrCode* jerr) const;
+  Status EnsureStream(StreamKind kind, std::string_view ns, bool create, bool* exists);
 
   bool IsFenced(const Key& key) const;
-  const Store& StoreOf(const Key& key) const;
-  // The stores that may hold a match of `pattern`: the plain one, the fenced one or both.
-  std::vector<const Store*> StoresFor(const Pattern& pattern) const;
+  Store StoreOf(const Key& key) const;
+  Store MakeStore(bool fenced, std::string_view ns) const;
+  // The stores that may hold a match of `pattern` in namespace `ns`: the plain one, the fenced
+  // one or both.
+  std::vector<Store> StoresFor(const Pattern& pattern, std::string_view ns) const;
   std::string CellSubject(const Key& key) const;
-  const std::string& CellStream(const Key& key) const;
+  std::string CellStream(const Key& key) const;
+  ChunkWriter WriterOf(const Key& key) const;
+
+  // ---- chunks (nats_chunks.cc) ----
+  // Publishes `value` as chunks of namespace `ns`; returns the Acan-Chunks header naming them.
+  Result<std::string> PutChunks(const Key& key, const Value& value, Deadline deadline);
+  // The value of `head`: inline, or its chunks reassembled and checked against its digest.
+  // *chunk_seqs: the chunks' sequences (for RemoveChunks).
+  Result<Value> LoadValue(const Head& head, Deadline deadline,
+                          std::vector<uint64_t>* chunk_seqs = nullptr);
+  // Removes the chunks of a taken (or refused) value: a purge of their subjects where this
+  // client may purge, else a delete of each (their sequences `seqs`, looked up when empty). A
+  // failure only leaves garbage behind.
+  void RemoveChunks(std::string_view ns, const wire::ChunkList& list, std::vector<uint64_t> seqs);
+  void RemoveChunks(const Head& head, std::vector<uint64_t> seqs);
+
   // Put and PutFenced: `fence` null for a plain put.
   Status PutValue(Key key, Value value, const Fence* fence, Deadline deadline);
   // Publishes the head of a fenced put, refused once the fence's cell moved.
   Status PublishFenced(const Key& key, const std::string& subject, const Value& value,
                        const char* chunks_header, const Fence& fence, Deadline deadline);
-  // Removes the chunks of value `id` (a failed purge only leaves garbage behind).
-  void PurgeChunks(const std::string& id);
   // The fenced stream's last sequence, as its leader says.
-  Result<uint64_t> FencedLastSequence(Deadline deadline) const;
+  Result<uint64_t> FencedLastSequence(const std::string& stream, Deadline deadline) const;
   // A cell's revision as the stream's leader says (not a direct get, which a replica answers).
   Result<uint64_t> CellRevisionAtLeader(const Key& key, Deadline deadline) const;
 
   // The first tuple of `store` matching `filter` at or after sequence `from`, or none.
   Result<std::optional<Head>> FindFrom(const Store& store, const std::string& filter, uint64_t from,
                                        Deadline deadline);
-  // The value of `head`: inline, or its chunks reassembled and checked.
-  Result<Value> LoadValue(const Head& head, Deadline deadline);
   // Deletes `head`'s message; false when another taker deleted it first.
   Result<bool> DeleteHead(const Head& head, Deadline deadline);
-  // Takes up to `max_count` matches without waiting.
-  Result<std::vector<Tuple>> TryTake(const Pattern& pattern, size_t max_count, Deadline deadline);
+  // Takes up to `max_count` matches without waiting (with `load`, their values too).
+  Result<std::vector<Tuple>> TryTake(const Pattern& pattern, size_t max_count, Deadline deadline,
+                                     bool load = true);
   // Reads up to `limit` matches without waiting.
   Result<std::vector<Tuple>> Scan(const Pattern& pattern, size_t limit, Deadline deadline);
   template <typename TryOnce>
   Status WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op, TryOnce try_once);
   // Publishes one message. With `expect_subject_seq`, only if the subject's last message has that
   // sequence (0: the subject has none), with `expect_stream_seq` only if the stream's has, else
-  // FailedPrecondition. `seq`: the stored sequence.
+  // FailedPrecondition. `seq`: the stored sequence. A subject no stream stores (the namespace's
+  // streams vanished) has them made again, where this client may, and is published again.
   Status Publish(const std::string& subject, const void* data, size_t size,
                  const char* chunks_header, Deadline deadline,
                  const uint64_t* expect_subject_seq = nullptr, uint64_t* seq = nullptr,
-                 const uint64_t* expect_stream_seq = nullptr);
+                 const uint64_t* expect_stream_seq = nullptr, std::string_view ns = {});
   Status WaitForRoom(const Key& key, size_t size, Deadline deadline);
   // The server's count of messages per tuple subject of `store` matching `filter`: (value size,
   // count).
@@ -215,29 +288,25 @@ class NatsSpace final : public Space {
                                                                    const char* what) const;
   // Sum of the value bytes of every tuple, from the server's per-subject counts.
   Result<uint64_t> StoredBytes(uint64_t* tuples) const;
+  // Purges `filter` from `stream` (a client that may purge).
+  Status PurgeSubjects(const std::string& stream, const std::string& filter, uint64_t keep,
+                       const char* what);
   // Runs `request` (returning natsStatus, filling *jerr) until it succeeds, fails for a reason
   // other than a lost connection, or `deadline` passes.
-  template <typename Request>
-  Status Retry(const char* what, Deadline deadline, Request request) const;
+  Status Retry(const char* what, Deadline deadline,
+               const std::function<natsStatus()>& request) const;
   Deadline NonBlocking() const;
   Status CancelledStatus() const;
-  std::string TupleFilter(const Store& store, const Pattern& pattern) const;
-  std::string ChunkSubject(std::string_view id, size_t i) const;  // <stream>.c.<id>.<i>
   // One direct get from `stream`, tried again on a lost connection until `deadline`: the server's
-  // answer in *result (NATS_OK with the message in *msg, NATS_NOT_FOUND, ...), or an error.
+  // answer in *result (NATS_OK with the message in *msg, NATS_NOT_FOUND, ...), or an error. A
+  // stream that is gone answers NATS_NOT_FOUND.
   Status DirectGet(const std::string& stream, jsDirectGetMsgOptions* options, Deadline deadline,
                    natsMsg** msg, natsStatus* result) const;
 
   const std::string uri_;
   const NatsSpaceOptions options_;
-  const Store tuples_;              // <stream>, <stream>.t.
-  const Store fenced_;              // <stream>_fenced, <stream>.f.t.
-  const std::string chunk_prefix_;  // <stream>.c.
-  const std::string chunk_stream_;
-  const std::string cell_prefix_;  // <stream>.r.
-  const std::string cell_stream_;
-  const std::string fenced_cell_prefix_;  // <stream>.f.r.
-  std::vector<Pattern> fenced_keys_;      // SpaceOptions::fenced
+  const NatsLayout layout_;
+  std::vector<Pattern> fenced_keys_;  // SpaceOptions::fenced
   // This client's last fenced put: its fence and where it was stored (PublishFenced).
   struct FenceSeen {
     std::string cell;
@@ -249,20 +318,22 @@ class NatsSpace final : public Space {
   jsCtx* js_ = nullptr;
   size_t chunk_bytes_ = 0;
   size_t max_payload_ = 0;  // the server's, as the connection learnt it
-  // The shortest de-duplication window of the streams (Open: what they were created with).
-  std::chrono::nanoseconds dedupe_window_{0};
-  std::string client_id_;  // unique per space object: message ids and chunk ids
+  // The shortest de-duplication window of the streams seen (this client's own `dedupe_ms` at
+  // first).
+  std::chrono::nanoseconds dedupe_window_{0};  // GUARDED_BY(mu_)
+  std::string client_id_;  // unique per space object: message ids
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> closed_{false};
 
   mutable std::mutex mu_;
+  std::set<std::string, std::less<>> namespaces_;                   // GUARDED_BY(mu_): with streams
   std::unordered_map<std::string, std::unique_ptr<Watch>> watches_;  // GUARDED_BY(mu_)
   std::vector<std::unique_ptr<PutWatch>> put_watches_;               // GUARDED_BY(mu_)
   std::atomic<uint64_t> watch_chunked_{0};
   uint64_t bytes_estimate_ = 0;      // GUARDED_BY(mu_): see WaitForRoom
   Clock::time_point estimate_at_{};  // GUARDED_BY(mu_)
 
-  std::atomic<uint64_t> waiting_{0}, wakeups_{0};
+  std::atomic<uint64_t> waiting_{0}, wakeups_{0}, tampered_{0};
   StatsRecorder stats_;
   std::atomic<uint64_t> violations_{0};
   std::string last_violation_;               // GUARDED_BY(mu_)

@@ -71,6 +71,45 @@ class RawJetStream {
     o.Stream.Purge.Subject = subject.c_str();
     EXPECT_EQ(js_PurgeStream(js_, stream.c_str(), &o, nullptr), NATS_OK);
   }
+  // Publishes `data` on `subject` (stored by whichever stream holds it).
+  void Publish(const std::string& subject, const std::string& data) {
+    EXPECT_EQ(js_Publish(nullptr, js_, subject.c_str(), data.data(), int(data.size()), nullptr,
+                         nullptr),
+              NATS_OK);
+  }
+  // The first message on `subject` in `stream` (its bytes), and deletes it when `remove`.
+  std::string First(const std::string& stream, const std::string& subject, bool remove) {
+    natsMsg* msg = nullptr;
+    jsDirectGetMsgOptions dg;
+    jsDirectGetMsgOptions_Init(&dg);
+    dg.Sequence = 1;
+    dg.NextBySubject = subject.c_str();
+    if (js_DirectGetMsg(&msg, js_, stream.c_str(), nullptr, &dg) != NATS_OK) return "";
+    std::string data(natsMsg_GetData(msg), size_t(natsMsg_GetDataLength(msg)));
+    if (remove) {
+      const char* seq = nullptr;
+      natsMsgHeader_Get(msg, "Nats-Sequence", &seq);
+      EXPECT_EQ(js_DeleteMsg(js_, stream.c_str(), std::stoull(seq), nullptr, nullptr), NATS_OK);
+    }
+    natsMsg_Destroy(msg);
+    return data;
+  }
+  // The subjects `stream` holds messages on, under `filter`.
+  std::vector<std::string> Subjects(const std::string& stream, const std::string& filter) {
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Stream.Info.SubjectsFilter = filter.c_str();
+    jsStreamInfo* si = nullptr;
+    std::vector<std::string> out;
+    if (js_GetStreamInfo(&si, js_, stream.c_str(), &o, nullptr) != NATS_OK) return out;
+    if (si->State.Subjects != nullptr) {
+      for (int i = 0; i < si->State.Subjects->Count; ++i) {
+        out.push_back(si->State.Subjects->List[i].Subject);
+      }
+    }
+    jsStreamInfo_Destroy(si);
+    return out;
+  }
 
  private:
   // `read` of the stream's info, or `missing` when there is no such stream.
@@ -117,12 +156,12 @@ TEST(NatsSpaceTest, ValuesLargerThanAMessageAreSplitAndReassembled) {
     ASSERT_TRUE(read.ok() && read->has_value()) << read.status().ToString();
     EXPECT_TRUE(SameBytes((*read)->value, v));
     EXPECT_EQ(space->Stats().bytes, size);
-    EXPECT_EQ(raw.Messages(stream + "_chunks"), size > chunk ? (size + chunk - 1) / chunk : 0);
+    EXPECT_EQ(raw.Messages(stream + "_c_param"), size > chunk ? (size + chunk - 1) / chunk : 0);
     auto taken = space->Get("param.w", Deadline::After(5s));
     ASSERT_TRUE(taken.ok()) << taken.status().ToString();
     EXPECT_TRUE(SameBytes(taken->value, v));
-    EXPECT_EQ(raw.Messages(stream), 0u);
-    EXPECT_EQ(raw.Messages(stream + "_chunks"), 0u) << "the taker removes the chunks";
+    EXPECT_EQ(raw.Messages(stream + "_t_param"), 0u);
+    EXPECT_EQ(raw.Messages(stream + "_c_param"), 0u) << "the taker removes the chunks";
   }
 }
 
@@ -131,7 +170,7 @@ TEST(NatsSpaceTest, ATornValueIsNeverReturned) {
   auto space = MustOpen(testing::TestServer().url() + "?stream=" + stream + "&storage=memory");
   RawJetStream raw(testing::TestServer().url());
   ASSERT_TRUE(space->Put("param.w", Pattern(3 << 20, 1)).ok());
-  raw.Purge(stream + "_chunks", stream + ".c.*.1");  // the server lost the second chunk
+  raw.Purge(stream + "_c_param", stream + ".c.param.*.*.1");  // the server lost the second chunk
   auto read = space->Read("param.w");
   EXPECT_EQ(read.status().code(), StatusCode::kDataLoss) << read.status().ToString();
   EXPECT_NE(read.status().message().find("torn"), std::string::npos) << read.status().message();
@@ -140,6 +179,96 @@ TEST(NatsSpaceTest, ATornValueIsNeverReturned) {
   EXPECT_EQ(taken.status().code(), StatusCode::kDataLoss) << taken.status().ToString();
   EXPECT_NE(taken.status().message().find("chunk 1 of 4"), std::string::npos)
       << taken.status().message();
+}
+
+// A chunked value is bound to its tuple by the SHA-256 the tuple carries: a chunk written later
+// on the same subject is not read (the first message is the writer's), and chunks that do not
+// hash to the digest (the writer's chunk gone, another in its place) are refused as tampered,
+// never returned, by reads and takes alike. Raw libnats plays the forger.
+TEST(NatsSpaceTest, ChunksThatAreNotTheWritersAreRefused) {
+  const std::string stream = testing::UniqueStream("forge");
+  auto space = MustOpen(testing::TestServer().url() + "?stream=" + stream +
+                        "&storage=memory&chunk_bytes=1024");
+  RawJetStream raw(testing::TestServer().url());
+  const Value v = Pattern(4000, 7);
+  ASSERT_TRUE(space->Put("job.t.x", v).ok());
+  const std::string chunks = stream + "_c_job";
+  const std::vector<std::string> subjects = raw.Subjects(chunks, stream + ".c.job.m.>");
+  ASSERT_EQ(subjects.size(), 4u) << "4000 bytes in chunks of 1024, under the manager's subjects";
+  const std::string first = subjects[0].substr(0, subjects[0].rfind('.')) + ".0";
+  // A forged chunk 0 after the writer's: not read.
+  std::string forged = raw.First(chunks, first, false);
+  ASSERT_EQ(forged.size(), 1024u);
+  forged[5] ^= 1;
+  raw.Publish(first, forged);
+  auto read = space->Read("job.t.x");
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status().ToString();
+  EXPECT_TRUE(SameBytes((*read)->value, v));
+  // The writer's chunk 0 gone, the forged one in its place: refused.
+  raw.First(chunks, first, true);
+  read = space->Read("job.t.x");
+  EXPECT_TRUE(IsTampered(read.status())) << read.status().ToString();
+  EXPECT_NE(read.status().message().find(stream + ".c.job.m."), std::string::npos)
+      << "names the chunks' subjects: " << read.status().message();
+  EXPECT_EQ(space->Stats().tampered, 1u);
+  auto taken = space->Take("job.t.x", 1, Deadline::After(5s));
+  EXPECT_TRUE(IsTampered(taken.status())) << taken.status().ToString();
+  EXPECT_FALSE(space->Read("job.t.x")->has_value()) << "the take removed the tuple";
+  EXPECT_EQ(raw.Messages(chunks), 0u) << "and its chunks, the forged ones too";
+}
+
+// A key's first token is its namespace, with streams of its own; patterns that start with a
+// wildcard look in every namespace; a namespace without streams reads as empty, at once.
+TEST(NatsSpaceTest, EachNamespaceHasStreamsOfItsOwn) {
+  const std::string stream = testing::UniqueStream("ns");
+  auto space = MustOpen(testing::TestServer().url() + "?stream=" + stream + "&storage=memory");
+  RawJetStream raw(testing::TestServer().url());
+  ASSERT_TRUE(space->Put("a.x", Value::FromString("1")).ok());
+  ASSERT_TRUE(space->Put("b.x", Value::FromString("2")).ok());
+  ASSERT_TRUE(space->Put("b", Value::FromString("3")).ok());
+  EXPECT_EQ(raw.Messages(stream + "_t_a"), 1u);
+  EXPECT_EQ(raw.Messages(stream + "_t_b"), 2u);
+  EXPECT_EQ(space->ReadAll("*.x")->size(), 2u);
+  EXPECT_EQ(space->ReadAll(">")->size(), 3u);
+  EXPECT_EQ(space->Stats().tuples, 3u);
+  EXPECT_EQ(space->Erase(Pattern::Parse("b.>").value()).value_or(99), 1u);
+  EXPECT_EQ(raw.Messages(stream + "_t_a"), 1u) << "another namespace is untouched";
+  const auto start = Clock::now();
+  EXPECT_FALSE(space->Read("none.x")->has_value());
+  EXPECT_EQ(space->ReadCell(Key::Parse("none.c").value())->revision, 0u);
+  EXPECT_EQ(space->Take("none.x", 1, Deadline::After(100ms)).status().code(),
+            StatusCode::kTimeout);
+  EXPECT_LT(Clock::now() - start, 3s) << "no request waits for a stream that is not there";
+  EXPECT_EQ(raw.Messages(stream + "_t_none"), UINT64_MAX) << "reads make no streams";
+}
+
+// A handler writes its chunks under its own subjects, and removes what it takes or erases by
+// deleting single messages (never a purge, which its role may not do in a secure deployment).
+TEST(NatsSpaceTest, AHandlerTakesAndErasesByDeleting) {
+  const std::string stream = testing::UniqueStream("hdl");
+  const std::string url = testing::TestServer().url() + "?stream=" + stream +
+                          "&storage=memory&chunk_bytes=1024";
+  auto manager = MustOpen(url);
+  auto handler = MustOpen(url + "&role=handler");
+  RawJetStream raw(testing::TestServer().url());
+  ASSERT_TRUE(manager->Put("job.task.a", Value::FromString("t")).ok());  // makes the streams
+  const Value v = Pattern(3000, 3);
+  ASSERT_TRUE(handler->Put("job.t.y", v).ok());
+  EXPECT_EQ(raw.Subjects(stream + "_c_job", stream + ".c.job.h.>").size(), 3u);
+  auto got = handler->Get("job.t.y", Deadline::After(5s));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(SameBytes(got->value, v));
+  EXPECT_EQ(raw.Messages(stream + "_c_job"), 0u) << "the handler deleted the chunks it took";
+  ASSERT_TRUE(handler->Put("job.t.y", v).ok());
+  ASSERT_TRUE(handler->Put("job.claim.a.h1", Value::FromString("c")).ok());
+  EXPECT_EQ(handler->Erase(Pattern::Parse("job.t.>").value()).value_or(99), 1u);
+  EXPECT_EQ(handler->Erase(Pattern::Parse("job.claim.a.*").value()).value_or(99), 1u);
+  EXPECT_EQ(raw.Messages(stream + "_c_job"), 0u);
+  EXPECT_EQ(raw.Messages(stream + "_t_job"), 1u) << "the task alone is left";
+  // A handler makes no streams: a namespace nobody made is an error that says so.
+  Status s = handler->Put("other.t.z", Value::FromString("z"));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_NE(s.message().find("its job's manager"), std::string::npos) << s.message();
 }
 
 TEST(NatsSpaceTest, TwoClientsShareOneSpace) {
@@ -305,11 +434,11 @@ TEST(NatsSpaceTest, StreamsAreMadeWithTheDedupeWindowAndCellsOnFile) {
   ASSERT_TRUE(plain->Put("k", Pattern(8, 1)).ok());
   ASSERT_TRUE(shorter->Put("k", Pattern(8, 2)).ok());
   RawJetStream raw(url);
-  for (const char* suffix : {"", "_chunks", "_cells", "_fenced"}) {
+  for (const char* suffix : {"_t_k", "_c_k", "_cf_k", "_r_k", "_f_k"}) {
     EXPECT_EQ(raw.Duplicates(std::string("dedupe_default") + suffix), 30s) << suffix;
     EXPECT_EQ(raw.Duplicates(std::string("dedupe_short") + suffix), 5s) << suffix;
     EXPECT_TRUE(raw.OnFile(std::string("dedupe_default") + suffix)) << suffix;
-    EXPECT_EQ(raw.OnFile(std::string("dedupe_short") + suffix), suffix == std::string("_cells"))
+    EXPECT_EQ(raw.OnFile(std::string("dedupe_short") + suffix), suffix == std::string("_r_k"))
         << suffix;
   }
 }

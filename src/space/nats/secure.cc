@@ -1,5 +1,7 @@
 #include "space/nats/secure.h"
 
+#include <nlohmann/json.hpp>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -20,6 +22,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+
+#include "space/nats/nats_layout.h"
 
 namespace acan::nats {
 namespace {
@@ -208,69 +212,74 @@ std::string List(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-// The role's permissions in nats-server's syntax. Tuples are <stream>.t.<size>.<key> in the
-// stream <stream>, chunks <stream>.c.<id>.<i> in <stream>_chunks, cells <stream>.r.<key> in
-// <stream>_cells, the fenced tuples and cells (the versions, the manager's state, the lease)
-// <stream>.f.t.<size>.<key> and <stream>.f.r.<key> in <stream>_fenced, republished as stored on
-// <stream>.w.t.<size>.<key> (nats_space.h); the JetStream API is $JS.API.<verb>.<stream>.
-std::string Permissions(std::string_view role, const SecureInitOptions& o) {
-  const std::string& s = o.stream;
-  const std::string job = o.job;
-  const std::vector<std::string> streams = {s, s + "_chunks", s + "_cells", s + "_fenced"};
-  std::vector<std::string> read_api = {"$JS.API.INFO"};
-  for (const std::string& st : streams) {
+}  // namespace
+
+std::string SecureServerConfigPath(const std::string& dir) { return In(dir, "nats-server.conf"); }
+
+// The role's permissions in nats-server's syntax, from the layout's own builders: the job's
+// streams (their JetStream API subjects are $JS.API.<verb>.<stream>) and subjects.
+std::string RolePermissions(std::string_view role, std::string_view job,
+                            std::string_view stream) {
+  const NatsLayout layout{std::string(stream)};
+  const std::string j(job);
+  std::vector<std::string> read_api;
+  for (StreamKind kind : kStreamKinds) {
+    const std::string st = layout.StreamName(kind, j);
     read_api.push_back("$JS.API.STREAM.INFO." + st);
     read_api.push_back("$JS.API.DIRECT.GET." + st);
     read_api.push_back("$JS.API.DIRECT.GET." + st + ".>");  // the last message of a subject
-    read_api.push_back("$JS.API.STREAM.MSG.GET." + st);
   }
-  std::vector<std::string> pub, sub = {"_INBOX.>"};
-  // Puts are seen by watchers (blocked gets and takes wait on the subjects).
-  sub.push_back(fmt::format("{}.t.*.{}.>", s, job));
-  sub.push_back(fmt::format("{}.r.{}.>", s, job));
-  sub.push_back(fmt::format("{}.f.t.*.{}.>", s, job));
-  sub.push_back(fmt::format("{}.w.t.*.{}.>", s, job));
+  // Replies under the role's own prefix; puts seen by watchers (blocked gets and takes, the
+  // supervisor's accounts) on the job's tuple subjects.
+  std::vector<std::string> sub = {layout.InboxPrefix(j, role) + ".>"};
+  for (StreamKind kind : {StreamKind::kTuples, StreamKind::kFenced}) {
+    for (const std::string& subject : layout.StreamSubjects(kind, j)) sub.push_back(subject);
+  }
+  for (const std::string& end : {j, j + ".>"}) sub.push_back(layout.WatchPrefix(true) + "*." + end);
+  std::vector<std::string> pub = read_api;
   if (role == "manager") {
-    pub = read_api;
-    for (const std::string& st : streams) {
+    pub.push_back("$JS.API.INFO");  // whether JetStream answers (LocalNatsServer's probe)
+    for (StreamKind kind : kStreamKinds) {
+      const std::string st = layout.StreamName(kind, j);
       pub.push_back("$JS.API.STREAM.CREATE." + st);
+      pub.push_back("$JS.API.STREAM.MSG.GET." + st);  // a cell's revision at the leader
       // The cells (the lease, the audit log) are neither deleted nor purged, by anyone.
-      if (st == s + "_cells") continue;
-      for (const char* verb : {"STREAM.UPDATE.", "STREAM.MSG.DELETE.", "STREAM.PURGE."}) {
-        pub.push_back("$JS.API." + std::string(verb) + st);
-      }
+      if (kind == StreamKind::kCells) continue;
+      pub.push_back("$JS.API.STREAM.MSG.DELETE." + st);
+      pub.push_back("$JS.API.STREAM.PURGE." + st);
     }
-    pub.push_back(fmt::format("{}.t.*.{}.>", s, job));
-    pub.push_back(fmt::format("{}.r.{}.>", s, job));
-    pub.push_back(fmt::format("{}.f.t.*.{}.>", s, job));
-    pub.push_back(fmt::format("{}.f.r.{}.>", s, job));
-    pub.push_back(fmt::format("{}.c.>", s));
+    for (StreamKind kind : {StreamKind::kTuples, StreamKind::kFenced, StreamKind::kCells}) {
+      for (const std::string& subject : layout.StreamSubjects(kind, j)) pub.push_back(subject);
+    }
+    pub.push_back(layout.ChunkWriterFilter(j, ChunkWriter::kManager));
+    pub.push_back(layout.ChunkWriterFilter(j, ChunkWriter::kFenced));
   } else if (role == "handler") {
-    pub = read_api;
-    // Takes delete the taken message; erasing a claim or a task purges by subject.
-    pub.push_back("$JS.API.STREAM.MSG.DELETE." + s);
-    pub.push_back("$JS.API.STREAM.PURGE." + s);
-    for (const char* kind : {"task", "t", "u", "done", "claim", "alive", "usage"}) {
-      pub.push_back(fmt::format("{}.t.*.{}.{}.>", s, job, kind));
+    // Takes delete the taken message (and its chunks); nothing is purged.
+    for (StreamKind kind : {StreamKind::kTuples, StreamKind::kChunks}) {
+      pub.push_back("$JS.API.STREAM.MSG.DELETE." + layout.StreamName(kind, j));
     }
-    pub.push_back(fmt::format("{}.c.>", s));
-  } else {  // observer
-    pub = read_api;
+    for (const char* kind : {"task", "t", "u", "done", "claim", "alive", "usage"}) {
+      pub.push_back(fmt::format("{}*.{}.{}.>", layout.TuplePrefix(false), j, kind));
+    }
+    pub.push_back(layout.ChunkWriterFilter(j, ChunkWriter::kHandler));
   }
   return fmt::format("{{ publish: {{ allow: {} }}, subscribe: {{ allow: {} }} }}", List(pub),
                      List(sub));
 }
 
-}  // namespace
-
-std::string SecureServerConfigPath(const std::string& dir) { return In(dir, "nats-server.conf"); }
-
 Status InitSecureDir(const SecureInitOptions& o) {
   if (o.dir.empty()) return Status::InvalidArgument("acan secure init needs a directory");
   if (o.days < 1) return Status::InvalidArgument("the certificates' validity must be >= 1 day");
-  if (o.job.empty() || o.job.find_first_of(".*> ") != std::string::npos) {
+  if (o.job.empty() || o.job.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                "0123456789-_") != std::string::npos) {
     return Status::InvalidArgument(
-        fmt::format("'{}' is not a job id (one token: no . * > or space)", o.job));
+        fmt::format("'{}' is not a job id (one key token: letters, digits, '-' or '_')", o.job));
+  }
+  if (o.stream.empty() || o.stream.size() > 64 ||
+      o.stream.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                 "0123456789-_") != std::string::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "'{}' is not a stream name (1 to 64 letters, digits, '-' or '_')", o.stream));
   }
   std::error_code ec;
   fs::create_directories(o.dir, ec);
@@ -320,10 +329,12 @@ Status InitSecureDir(const SecureInitOptions& o) {
     ACAN_RETURN_IF_ERROR(
         WriteText(In(o.dir, std::string(role) + ".password"), password + "\n", 0600));
     conf << "    { user: " << Quoted(role) << ", password: " << Quoted(password)
-         << ", permissions: " << Permissions(role, o) << " }\n";
+         << ", permissions: " << RolePermissions(role, o.job, o.stream) << " }\n";
   }
   conf << "  ]\n}\n";
-  return WriteText(SecureServerConfigPath(o.dir), conf.str(), 0600);
+  ACAN_RETURN_IF_ERROR(WriteText(SecureServerConfigPath(o.dir), conf.str(), 0600));
+  return WriteText(In(o.dir, "deployment.json"),
+                   nlohmann::json{{"job", o.job}, {"stream", o.stream}}.dump() + "\n", 0644);
 }
 
 Status IssueClientCertificate(const std::string& dir, const std::string& common_name,
@@ -368,6 +379,23 @@ Result<RoleCredentials> LoadRoleCredentials(const std::string& dir, std::string_
   if (c.password.empty()) {
     return Status::DataLoss(fmt::format("'{}' holds no password", password_file));
   }
+  const std::string deployment = In(dir, "deployment.json");
+  std::ifstream d(deployment);
+  if (!d) {
+    return Status::NotFound(fmt::format(
+        "'{}' is missing: the deployment in '{}' was made by an earlier acan secure init, whose "
+        "permissions reached every job; make it again",
+        deployment, dir));
+  }
+  const nlohmann::json j = nlohmann::json::parse(d, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("job") || !j["job"].is_string() || !j.contains("stream") ||
+      !j["stream"].is_string()) {
+    return Status::DataLoss(fmt::format(
+        "'{}' is not a deployment's description (a JSON object with \"job\" and \"stream\")",
+        deployment));
+  }
+  c.job = j["job"].get<std::string>();
+  c.stream = j["stream"].get<std::string>();
   return c;
 }
 
@@ -416,6 +444,12 @@ Status ApplyCredentials(natsOptions* opts, const RoleCredentials& c) {
   }
   s = natsOptions_SetUserInfo(opts, c.role.c_str(), c.password.c_str());
   if (s != NATS_OK) return Status::Internal("natsOptions_SetUserInfo failed");
+  // Replies (a direct get's carry values) come under the role's own prefix, which no other role
+  // may subscribe to.
+  const std::string inbox = NatsLayout(c.stream).InboxPrefix(c.job, c.role);
+  if (natsOptions_SetCustomInboxPrefix(opts, inbox.c_str()) != NATS_OK) {
+    return Status::Internal("natsOptions_SetCustomInboxPrefix failed");
+  }
   return Status::Ok();
 }
 

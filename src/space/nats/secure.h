@@ -9,13 +9,20 @@
 //   nats-server.conf                   a nats-server configuration fragment: TLS required
 //                                      (1.2 and up), client certificates verified against ca.pem,
 //                                      a user per role with the permissions below
+//   deployment.json                    the job and the stream the permissions are for
 //
-// Roles, for the job named at init (every other job's subjects are out of reach of all three):
-//   manager   everything of its job
+// Roles, for the job named at init: the job's own streams (nats_layout.h) and subjects only, so
+// every other job's tuples, chunks, cells and replies are out of reach of all three:
+//   manager   everything of its job: makes its streams, writes, deletes and purges (never in the
+//             cells stream, which allows neither)
 //   handler   reads the job; writes only what a handler makes (task outputs, proposals, done
-//             reports, claims, its alive tuple, tasks it puts back, its traffic account):
-//             never a parameter version, the lease, the manager's state or the job's descriptor
+//             reports, claims, its alive tuple, tasks it puts back, its traffic account, and the
+//             chunks of those): never a parameter version, the lease, the manager's state, the
+//             job's descriptor, a cell or a manager's chunk; deletes single messages of its job's
+//             tuples and plain chunks (how it takes), never in the fenced stream, never a purge
 //   observer  reads only
+// Each role's replies come under its own inbox prefix (NatsLayout::InboxPrefix), which only that
+// role may subscribe to.
 // The server refuses any other write with a permission error, which the client logs and turns
 // into PermissionDenied (nats_space.h). Keys, passwords and the configuration are 0600, the
 // directory 0700. Stateless functions; thread-safe.
@@ -54,15 +61,19 @@ Status IssueClientCertificate(const std::string& dir, const std::string& common_
                               int not_before_days, int not_after_days, bool self_signed,
                               const std::string& out_prefix);
 
-// What a client of `role` presents: the files in `dir`, the password read from its file.
+// What a client of `role` presents: the files in `dir`, the password read from its file, and
+// the job and stream its permissions are for (deployment.json).
 struct RoleCredentials {
   std::string role;
+  std::string job;
+  std::string stream;
   std::string ca_file;
   std::string cert_file;
   std::string key_file;
   std::string password;  // never logged
 };
-// InvalidArgument for an unknown role; NotFound naming the first file that is missing.
+// InvalidArgument for an unknown role; NotFound naming the first file that is missing (a
+// deployment made before deployment.json existed: make it again).
 Result<RoleCredentials> LoadRoleCredentials(const std::string& dir, std::string_view role);
 
 // What a client can tell of its own credentials before it connects: the certificate is within
@@ -76,5 +87,8 @@ Status ApplyCredentials(natsOptions* opts, const RoleCredentials& c);
 
 // The path of the server configuration fragment in `dir`.
 std::string SecureServerConfigPath(const std::string& dir);
+
+// The nats-server permissions of `role` for `job` on `stream` (what InitSecureDir writes).
+std::string RolePermissions(std::string_view role, std::string_view job, std::string_view stream);
 
 }  // namespace acan::nats

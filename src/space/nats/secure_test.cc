@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "acan/space.h"
 #include "space/nats/nats_space.h"
@@ -116,8 +117,12 @@ TEST_F(SecureTest, EachRoleWritesOnlyWhatItMay) {
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   ASSERT_TRUE(read->has_value());
   // What it never writes: a parameter version, the manager's state, the job's descriptor, the
-  // lease, another job's tuples.
-  for (const char* key : {"job.p.l0.w.v2", "job.m.state", "job.m.job", "other.done.mb.s1.m0"}) {
+  // lease. Another job's tuples this client does not even ask for (the server would refuse them:
+  // AHandlerReachesNothingOfAnotherJobNorWipesItsOwn).
+  Status other = h.Put(Key::Parse("other.done.mb.s1.m0").value(), Value::FromString("rogue"));
+  EXPECT_EQ(other.code(), StatusCode::kPermissionDenied) << other.ToString();
+  EXPECT_NE(other.message().find("another job's"), std::string::npos) << other.ToString();
+  for (const char* key : {"job.p.l0.w.v2", "job.m.state", "job.m.job"}) {
     Status s = h.Put(Key::Parse(key).value(), Value::FromString("rogue"));
     EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << key << ": " << s.ToString();
     EXPECT_NE(s.message().find("Permissions Violation"), std::string::npos) << s.ToString();
@@ -162,14 +167,132 @@ TEST_F(SecureTest, NoRoleWipesTheCells) {
   jsOptions_Init(&jo);
   jo.Wait = 1000;
   ASSERT_EQ(natsConnection_JetStream(&js, nc, &jo), NATS_OK);
-  EXPECT_NE(js_PurgeStream(js, "acan_cells", nullptr, nullptr), NATS_OK);
-  EXPECT_NE(js_DeleteMsg(js, "acan_cells", 1, nullptr, nullptr), NATS_OK);
+  EXPECT_NE(js_PurgeStream(js, "acan_r_job", nullptr, nullptr), NATS_OK);
+  EXPECT_NE(js_DeleteMsg(js, "acan_r_job", 1, nullptr, nullptr), NATS_OK);
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
   natsOptions_Destroy(opts);
   auto cell = manager_->ReadCell(Key::Parse("job.audit.a1").value());
   ASSERT_TRUE(cell.ok());
   EXPECT_EQ(cell->value.AsString(), "r1");
+}
+
+// A raw libnats client (not acan's space) with the handler's credentials, as a misbehaving
+// handler would be: the server's refusals, each a permission violation naming the subject.
+class RawClient {
+ public:
+  RawClient(const std::string& url, const RoleCredentials& c) {
+    natsOptions* opts = nullptr;
+    EXPECT_EQ(natsOptions_Create(&opts), NATS_OK);
+    natsOptions_SetURL(opts, url.c_str());
+    natsOptions_SetErrorHandler(opts, &RawClient::OnError, this);
+    EXPECT_TRUE(ApplyCredentials(opts, c).ok());
+    EXPECT_EQ(natsConnection_Connect(&nc_, opts), NATS_OK);
+    natsOptions_Destroy(opts);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = 1000;
+    EXPECT_EQ(natsConnection_JetStream(&js_, nc_, &jo), NATS_OK);
+  }
+  ~RawClient() {
+    natsConnection_Close(nc_);
+    for (natsSubscription* s : subs_) natsSubscription_Destroy(s);
+    jsCtx_Destroy(js_);
+    natsConnection_Destroy(nc_);
+  }
+  // Publishes (a request's body, for $JS.API subjects) and waits for the server's verdict: the
+  // text of the violation it sent back, or "" when it sent none within a second.
+  std::string Publish(const std::string& subject, const std::string& body = "{}") {
+    const uint64_t before = Violations();
+    natsConnection_PublishString(nc_, subject.c_str(), body.c_str());
+    natsConnection_FlushTimeout(nc_, 1000);
+    return WaitForViolation(before);
+  }
+  std::string Subscribe(const std::string& subject) {
+    const uint64_t before = Violations();
+    natsSubscription* sub = nullptr;
+    natsConnection_SubscribeSync(&sub, nc_, subject.c_str());
+    subs_.push_back(sub);
+    natsConnection_FlushTimeout(nc_, 1000);
+    return WaitForViolation(before);
+  }
+  jsCtx* js() { return js_; }
+
+ private:
+  static void OnError(natsConnection* nc, natsSubscription*, natsStatus err, void* closure) {
+    if (err != NATS_NOT_PERMITTED) return;
+    auto* self = static_cast<RawClient*>(closure);
+    const char* text = nullptr;
+    natsConnection_GetLastError(nc, &text);
+    std::lock_guard lock(self->mu_);
+    self->last_ = text ? text : "";
+    ++self->violations_;
+  }
+  uint64_t Violations() {
+    std::lock_guard lock(mu_);
+    return violations_;
+  }
+  std::string WaitForViolation(uint64_t before) {
+    for (int i = 0; i < 100; ++i) {
+      {
+        std::lock_guard lock(mu_);
+        if (violations_ != before) return last_;
+      }
+      usleep(10000);
+    }
+    return "";
+  }
+
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  std::vector<natsSubscription*> subs_;
+  std::mutex mu_;
+  std::string last_;       // GUARDED_BY(mu_)
+  uint64_t violations_ = 0;  // GUARDED_BY(mu_)
+};
+
+// Whatever a handler's credentials ask of the server directly: no write, delete, purge, read or
+// reply of another job, no chunk of a manager's value, no purge of its own job's streams, no
+// delete in its fenced stream, no other role's replies; deleting a task of its own job is what a
+// take is, and is let through.
+TEST_F(SecureTest, AHandlerReachesNothingOfAnotherJobNorWipesItsOwn) {
+  ASSERT_TRUE(manager_->Put(Key::Parse("job.task.forward.mb.s7.m0").value(),
+                            Value::FromString("task"))
+                  .ok());
+  auto creds = LoadRoleCredentials(*dir_, "handler");
+  ASSERT_TRUE(creds.ok());
+  RawClient h(*url_, *creds);
+  for (const std::string subject :
+       {"acan.c.job.m.0123.0", "acan.c.job.f.0123.0", "acan.c.other.h.0123.0",
+        "acan.t.4.other.done.x", "acan.r.other.m.lease", "acan.f.t.4.job.p.w.v9",
+        "acan.r.job.audit.a99", "$JS.API.STREAM.PURGE.acan_t_job", "$JS.API.STREAM.PURGE.acan_c_job",
+        "$JS.API.STREAM.PURGE.acan_f_job", "$JS.API.STREAM.MSG.DELETE.acan_f_job",
+        "$JS.API.STREAM.MSG.DELETE.acan_cf_job", "$JS.API.STREAM.MSG.DELETE.acan_t_other",
+        "$JS.API.STREAM.PURGE.acan_t_other", "$JS.API.DIRECT.GET.acan_t_other",
+        "$JS.API.DIRECT.GET.acan_c_other", "$JS.API.STREAM.CREATE.acan_t_other",
+        "$JS.API.STREAM.DELETE.acan_t_job"}) {
+    const std::string refused = h.Publish(subject);
+    EXPECT_NE(refused.find("Permissions Violation for Publish to \"" + subject + "\""),
+              std::string::npos)
+        << subject << " was not refused: '" << refused << "'";
+  }
+  for (const std::string subject : {"_INBOX.>", "_ACAN.acan.job.manager.>",
+                                    "_ACAN.acan.job.observer.>", "acan.t.*.other.>", "acan.c.>"}) {
+    const std::string refused = h.Subscribe(subject);
+    EXPECT_NE(refused.find("Permissions Violation for Subscription to \"" + subject + "\""),
+              std::string::npos)
+        << subject << " was not refused: '" << refused << "'";
+  }
+  // Its own job's task, deleted by sequence as a take does: let through.
+  jsDirectGetMsgOptions dg;
+  jsDirectGetMsgOptions_Init(&dg);
+  dg.LastBySubject = "acan.t.4.job.task.forward.mb.s7.m0";
+  natsMsg* msg = nullptr;
+  ASSERT_EQ(js_DirectGetMsg(&msg, h.js(), "acan_t_job", nullptr, &dg), NATS_OK);
+  EXPECT_EQ(js_DeleteMsg(h.js(), "acan_t_job", natsMsg_GetSequence(msg), nullptr, nullptr),
+            NATS_OK);
+  natsMsg_Destroy(msg);
+  EXPECT_FALSE(manager_->Read(Pattern::Parse("job.task.forward.mb.s7.m0").value())->has_value());
 }
 
 TEST_F(SecureTest, ClientsThatDoNotBelongAreRefusedWithTheCause) {

@@ -1,6 +1,7 @@
 #include "space/nats/wire.h"
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -48,6 +49,39 @@ Result<TupleSubject> ParseTupleSubject(std::string_view rest, size_t max_value_b
   return out;
 }
 
+Result<int64_t> ParseTimeStamp(std::string_view text) {
+  auto bad = [&] { return Status::DataLoss(fmt::format("no time stamp ('{}')", text)); };
+  // YYYY-MM-DDTHH:MM:SS[.fraction]Z
+  if (text.size() < 20 || text.back() != 'Z' || text[4] != '-' || text[7] != '-' ||
+      text[10] != 'T' || text[13] != ':' || text[16] != ':') {
+    return bad();
+  }
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!ParseDecimal(text.substr(0, 4), &year) || !ParseDecimal(text.substr(5, 2), &month) ||
+      !ParseDecimal(text.substr(8, 2), &day) || !ParseDecimal(text.substr(11, 2), &hour) ||
+      !ParseDecimal(text.substr(14, 2), &minute) || !ParseDecimal(text.substr(17, 2), &second) ||
+      month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return bad();
+  }
+  int64_t nanos = 0;
+  std::string_view fraction = text.substr(19, text.size() - 20);
+  if (!fraction.empty()) {
+    if (fraction[0] != '.' || fraction.size() < 2 || fraction.size() > 10) return bad();
+    fraction.remove_prefix(1);
+    if (!ParseDecimal(fraction, &nanos)) return bad();
+    for (size_t i = fraction.size(); i < 9; ++i) nanos *= 10;
+  }
+  // Days since the epoch of a civil date (Howard Hinnant's days_from_civil).
+  const int y = year - (month <= 2);
+  const int era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const int64_t days = int64_t{era} * 146097 + int64_t(doe) - 719468;
+  return ((days * 24 + hour) * 60 + minute) * 60 * int64_t{1000000000} +
+         int64_t{second} * 1000000000 + nanos;
+}
+
 Result<uint64_t> ParseSequence(std::string_view text) {
   uint64_t seq = 0;
   if (!ParseDecimal(text, &seq) || seq == 0) {
@@ -56,19 +90,46 @@ Result<uint64_t> ParseSequence(std::string_view text) {
   return seq;
 }
 
+std::string Sha256Hex(const void* data, size_t size) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(data, size, md, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  hex.reserve(2 * n);
+  for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+std::string FormatChunkList(const ChunkList& list) {
+  return fmt::format("{} {} {} {}", list.count, list.sha256, ChunkWriterToken(list.writer),
+                     list.id);
+}
+
 Result<ChunkList> ParseChunkList(std::string_view header, size_t size, size_t max_chunk_bytes) {
   auto bad = [&](std::string_view why) {
     return Status::DataLoss(fmt::format("bad chunk list '{}': {}", header, why));
   };
   ChunkList out;
-  const size_t a = header.find(' ');
-  const size_t b = a == std::string_view::npos ? a : header.find(' ', a + 1);
-  if (b == std::string_view::npos) return bad("not '<count> <crc32> <id>'");
-  if (!ParseDecimal(header.substr(0, a), &out.count) ||
-      !ParseDecimal(header.substr(a + 1, b - a - 1), &out.crc)) {
-    return bad("count or checksum is not a number");
+  std::string_view field[4];
+  std::string_view rest = header;
+  for (int i = 0; i < 4; ++i) {
+    const size_t space = i < 3 ? rest.find(' ') : std::string_view::npos;
+    if (i < 3 && space == std::string_view::npos) {
+      return bad("not '<count> <sha256> <writer> <id>'");
+    }
+    field[i] = rest.substr(0, space);
+    if (i < 3) rest.remove_prefix(space + 1);
   }
-  out.id = std::string(header.substr(b + 1));
+  if (!ParseDecimal(field[0], &out.count)) return bad("the count is not a number");
+  if (field[1].size() != 64 ||
+      field[1].find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+    return bad("the digest is not 64 hex digits");
+  }
+  out.sha256 = std::string(field[1]);
+  const std::optional<ChunkWriter> writer = ParseChunkWriter(field[2]);
+  if (!writer) return bad("the writer is not m, h or f");
+  out.writer = *writer;
+  out.id = std::string(field[3]);
   if (out.id.empty() || out.id.size() > 127 ||
       out.id.find_first_of(" .*>\t\r\n") != std::string::npos) {
     return bad("the id is not one subject token");
@@ -81,7 +142,7 @@ Result<ChunkList> ParseChunkList(std::string_view header, size_t size, size_t ma
 }
 
 ChunkAssembler::ChunkAssembler(const ChunkList& list, size_t size)
-    : crc_(list.crc), size_(size), buffer_(std::make_shared<std::vector<std::byte>>()) {
+    : sha256_(list.sha256), size_(size), buffer_(std::make_shared<std::vector<std::byte>>()) {
   buffer_->reserve(size);
 }
 
@@ -96,9 +157,16 @@ Status ChunkAssembler::Add(const void* data, size_t bytes) {
 }
 
 Result<Value> ChunkAssembler::Finish() {
-  if (added_ != size_ || Crc32(buffer_->data(), buffer_->size()) != crc_) {
+  if (added_ != size_) {
+    return Status::DataLoss(
+        fmt::format("reassembled to {} bytes (expected {} bytes)", added_, size_));
+  }
+  const std::string digest = Sha256Hex(buffer_->data(), buffer_->size());
+  if (digest != sha256_) {
     return Status::DataLoss(fmt::format(
-        "reassembled to {} bytes with a bad checksum (expected {} bytes)", added_, size_));
+        "{} its chunks hash to SHA-256 {}, not to the {} its tuple names: a chunk was written or "
+        "changed by someone other than the tuple's writer",
+        kDigestMismatch, digest.substr(0, 16), sha256_.substr(0, 16)));
   }
   return Value::Adopt(std::move(buffer_));
 }

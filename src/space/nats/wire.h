@@ -1,7 +1,7 @@
 // What the NATS backend reads back from the server, decoded without the network: a tuple's
 // subject (<size>.<key> after the stream's tuple prefix), the Acan-Chunks header of a chunked
-// value ("<count> <crc32> <id>") and the reassembly of its chunks, and a message's sequence
-// header. Every figure in a message is checked against the space's limits and against what the
+// value ("<count> <sha256> <writer> <id>") and the reassembly of its chunks, checked against
+// that digest, and a message's sequence header. Every figure in a message is checked against the space's limits and against what the
 // message itself holds before anything is allocated: a message from a hostile or broken writer is
 // a DataLoss naming what is wrong, never a crash or an allocation the size of its claim.
 // Stateless; thread-safe.
@@ -17,6 +17,7 @@
 #include "acan/key.h"
 #include "acan/status.h"
 #include "acan/value.h"
+#include "space/nats/nats_layout.h"
 
 namespace acan::nats::wire {
 
@@ -33,16 +34,31 @@ Result<TupleSubject> ParseTupleSubject(std::string_view rest, size_t max_value_b
 // A message's "Nats-Sequence" header: a positive decimal.
 Result<uint64_t> ParseSequence(std::string_view text);
 
-// The Acan-Chunks header of a value of `size` bytes.
+// A message's "Nats-Time-Stamp" header (RFC 3339, UTC, up to nanoseconds: when the server stored
+// it), as nanoseconds since the epoch.
+Result<int64_t> ParseTimeStamp(std::string_view text);
+
+// SHA-256 of `size` bytes, as 64 lowercase hex digits.
+std::string Sha256Hex(const void* data, size_t size);
+
+// The Acan-Chunks header of a value of `size` bytes: the value's SHA-256, which binds its chunks
+// to the tuple that names them (only the tuple's writer could write its header: a chunk written
+// by anyone else, or changed, does not hash to it), who wrote the chunks and under which id
+// (their subjects are NatsLayout::ChunkSubject(namespace, writer, id, i)).
 struct ChunkList {
   size_t count = 0;
-  uint32_t crc = 0;
-  std::string id;  // the chunks' subjects are <stream>.c.<id>.<i>
+  std::string sha256;  // 64 lowercase hex digits
+  ChunkWriter writer = ChunkWriter::kManager;
+  std::string id;
 };
+std::string FormatChunkList(const ChunkList& list);
 // A header whose count cannot hold `size` bytes in chunks of at most `max_chunk_bytes` (the
-// server's max_payload), or needs more chunks than bytes, or whose id is not one subject token,
-// is refused.
+// server's max_payload), or needs more chunks than bytes, whose digest is not 64 hex digits,
+// whose writer is not m, h or f, or whose id is not one subject token, is refused.
 Result<ChunkList> ParseChunkList(std::string_view header, size_t size, size_t max_chunk_bytes);
+
+// What a reassembled value's failed digest check starts with (IsTampered in acan/space.h).
+inline constexpr std::string_view kDigestMismatch = "tampered:";
 
 // Reassembles a chunked value: Add each chunk in order, then Finish. Memory is reserved for the
 // size the subject names only after ParseTupleSubject bounded it; a chunk that would overrun it
@@ -51,11 +67,12 @@ class ChunkAssembler {
  public:
   ChunkAssembler(const ChunkList& list, size_t size);
   Status Add(const void* data, size_t bytes);
-  // The value, once every chunk came and the checksum matches.
+  // The value, once every chunk came and its SHA-256 is the list's. A digest that differs is a
+  // DataLoss whose message starts with kDigestMismatch.
   Result<Value> Finish();
 
  private:
-  uint32_t crc_;  // the list's checksum of the whole value
+  std::string sha256_;  // the list's digest of the whole value
   size_t size_;
   size_t added_ = 0;
   std::shared_ptr<std::vector<std::byte>> buffer_;

@@ -3,6 +3,8 @@
 // reassembled only from exactly its bytes.
 #include "space/nats/wire.h"
 
+#include "acan/space.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,24 +31,47 @@ TEST(WireTest, ASubjectNamesItsSizeAndKeyWithinTheLimit) {
   EXPECT_FALSE(ParseSequence("").ok());
 }
 
+const std::string kDigest(64, 'a');
+
 TEST(WireTest, AChunkListMustBeAbleToHoldItsValue) {
-  auto ok = ParseChunkList("3 77 abc-1", 2500, 1000);
+  auto ok = ParseChunkList("3 " + kDigest + " h abc-1", 2500, 1000);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->count, 3u);
-  EXPECT_EQ(ok->crc, 77u);
+  EXPECT_EQ(ok->sha256, kDigest);
+  EXPECT_EQ(ok->writer, ChunkWriter::kHandler);
   EXPECT_EQ(ok->id, "abc-1");
-  EXPECT_FALSE(ParseChunkList("2 77 abc-1", 2500, 1000).ok());     // too few to hold it
-  EXPECT_FALSE(ParseChunkList("2501 77 abc-1", 2500, 1000).ok());  // more chunks than bytes
-  EXPECT_FALSE(ParseChunkList("0 77 abc-1", 2500, 1000).ok());
-  EXPECT_FALSE(ParseChunkList("3 77 a.b", 2500, 1000).ok());  // the id is one subject token
-  EXPECT_FALSE(ParseChunkList("3 77 ", 2500, 1000).ok());
-  EXPECT_FALSE(ParseChunkList("3 x abc", 2500, 1000).ok());
-  EXPECT_FALSE(ParseChunkList("3 77", 2500, 1000).ok());
+  EXPECT_EQ(FormatChunkList(*ok), "3 " + kDigest + " h abc-1");
+  auto bad = [](const std::string& header) { return !ParseChunkList(header, 2500, 1000).ok(); };
+  EXPECT_TRUE(bad("2 " + kDigest + " m abc-1"));     // too few to hold it
+  EXPECT_TRUE(bad("2501 " + kDigest + " m abc-1"));  // more chunks than bytes
+  EXPECT_TRUE(bad("0 " + kDigest + " m abc-1"));
+  EXPECT_TRUE(bad("3 " + kDigest + " m a.b"));  // the id is one subject token
+  EXPECT_TRUE(bad("3 " + kDigest + " m "));
+  EXPECT_TRUE(bad("3 " + kDigest + " x abc"));              // no such writer
+  EXPECT_TRUE(bad("3 " + kDigest.substr(1) + " m abc"));    // a digest of 63 digits
+  EXPECT_TRUE(bad("3 " + std::string(64, 'A') + " m abc"));  // not lowercase hex
+  EXPECT_TRUE(bad("x " + kDigest + " m abc"));
+  EXPECT_TRUE(bad("3 " + kDigest + " m"));
+  EXPECT_TRUE(bad("3 77 abc-1"));  // the old "<count> <crc32> <id>"
+}
+
+TEST(WireTest, TimeStampsAreNanosecondsSinceTheEpoch) {
+  EXPECT_EQ(*ParseTimeStamp("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(*ParseTimeStamp("2026-12-06T05:10:28.428123456Z"), 1796533828428123456);
+  EXPECT_EQ(*ParseTimeStamp("2026-12-06T05:10:28.5Z"), 1796533828500000000);
+  EXPECT_FALSE(ParseTimeStamp("2026-12-06 05:10:28Z").ok());
+  EXPECT_FALSE(ParseTimeStamp("2026-13-06T05:10:28Z").ok());
+  EXPECT_FALSE(ParseTimeStamp("").ok());
+}
+
+TEST(WireTest, Sha256IsTheStandardDigest) {
+  // FIPS 180-2's example.
+  EXPECT_EQ(Sha256Hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(WireTest, AValueIsReassembledFromExactlyItsBytes) {
   const std::string value = "hello, chunked world";
-  ChunkList list{2, Crc32(value.data(), value.size()), "id"};
+  ChunkList list{2, Sha256Hex(value.data(), value.size()), ChunkWriter::kManager, "id"};
   {
     ChunkAssembler a(list, value.size());
     ASSERT_TRUE(a.Add(value.data(), 10).ok());
@@ -58,7 +83,9 @@ TEST(WireTest, AValueIsReassembledFromExactlyItsBytes) {
   {
     ChunkAssembler a(list, value.size());
     ASSERT_TRUE(a.Add(value.data(), 10).ok());
-    EXPECT_FALSE(a.Finish().ok());  // a chunk missing
+    auto v = a.Finish();  // a chunk missing: torn, not tampered
+    EXPECT_FALSE(v.ok());
+    EXPECT_FALSE(acan::IsTampered(v.status())) << v.status().ToString();
   }
   {
     ChunkAssembler a(list, value.size());
@@ -70,7 +97,9 @@ TEST(WireTest, AValueIsReassembledFromExactlyItsBytes) {
     other[3] = 'L';
     ChunkAssembler a(list, value.size());
     ASSERT_TRUE(a.Add(other.data(), other.size()).ok());
-    EXPECT_FALSE(a.Finish().ok());  // the checksum
+    auto v = a.Finish();  // the same size, other bytes: not its writer's
+    ASSERT_FALSE(v.ok());
+    EXPECT_TRUE(acan::IsTampered(v.status())) << v.status().ToString();
   }
 }
 
