@@ -122,6 +122,7 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
                 {"duplicates_discarded", p.duplicates_discarded},
                 {"speculated", p.speculated},
                 {"deadlines_extended", p.deadlines_extended},
+                {"tampered", p.tampered},
                 {"by_type", p.by_type},
                 {"retransmit_reasons", p.retransmit_reasons}};
   double total_task_s = 0;

@@ -134,6 +134,57 @@ INSTANTIATE_TEST_SUITE_P(EveryClass, FaultMatrixTest,
                                   FaultName(std::get<1>(info.param));
                          });
 
+// A handler's outputs (step tensors, proposals) stored with bytes that are not their writer's, as
+// a forged chunk leaves them over NATS (only handlers' values can be forged so: a manager's
+// chunks are out of a handler's reach): every read and take refuses them (IsTampered); the
+// manager takes them out, records each in the audit log and has them made again, and the weights
+// are bitwise the reference's.
+class TamperTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TamperTest, RefusedValuesAreMadeAgainNeverUsed) {
+  const uint64_t seed = SeedOr(11);
+  SCOPED_TRACE(fmt::format("{} tampered, seed {} (ACAN_FAULT_SEED={} replays it)", GetParam(),
+                           seed, seed));
+  for (const char* strategy : {"data", "tiles"}) {
+    SCOPED_TRACE(strategy);
+    JobConfig job = Job(strategy, 4, 64);
+    const Reference ref = ReferenceRun(job);
+    FaultOptions f;
+    f.patterns = {GetParam()};
+    f.seed = seed;
+    f.tamper = 0.05;
+    auto counts = std::make_shared<FaultCounts>();
+    RunHooks hooks;
+    hooks.wrap_space = [&](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+      return std::make_unique<FaultSpace>(std::move(inner), f, counts);
+    };
+    auto r = RunWatched(job, ref.data, ref.init, FaultyRun(), hooks);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(nn::ModelSha256(r->model), ref.weights);
+    ASSERT_GT(counts->tampered.load(), 0) << "nothing was tampered with: the test proved nothing";
+    // Each refused output the manager saw is recorded (a handler that found one reports it
+    // missing, and the manager looks).
+    EXPECT_GT(r->progress.tampered, 0);
+    int64_t records = 0;
+    for (const std::string& line : r->audit) {
+      records += line.find("\"kind\":\"tampering\"") != std::string::npos;
+    }
+    EXPECT_EQ(records, r->progress.tampered);
+    std::printf("[ tamper   ] %-10s %-6s tampered %3lld, refused by the manager %3lld, "
+                "retransmitted %3lld\n",
+                GetParam(), strategy, static_cast<long long>(counts->tampered.load()),
+                static_cast<long long>(r->progress.tampered),
+                static_cast<long long>(r->progress.retransmitted));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HandlerValues, TamperTest,
+                         ::testing::Values("job.t.>", "job.u.>"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param) == "job.t.>" ? "step_tensors"
+                                                                       : "proposals";
+                         });
+
 // The manager's first incarnation dies at its n-th write, for every n over its recovery and its
 // first steps: after a take (the reports it took are lost with it), before a version write,
 // between two shards of one update, before and after saving its state, in its clean-up. The

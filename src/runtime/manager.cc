@@ -251,7 +251,7 @@ Status Manager::Recover(ActiveStep& st) {
       if (nn::Plan::IsStateKey(out) && versions_.Current(out) > st.step) {
         continue;  // applied by the previous manager
       }
-      ACAN_ASSIGN_OR_RETURN(auto p, space_->Read(layout_.Output(out, st.step)));
+      ACAN_ASSIGN_OR_RETURN(auto p, ReadOutput(layout_.Output(out, st.step)));
       done = done && p.has_value();
     }
     bool held = queued.count(layout_.Task(t.spec.type, t.spec.key).str()) > 0;
@@ -431,6 +431,10 @@ Status Manager::OnDone(const Tuple& tuple) {
     if (nn::Plan::IsStateKey(out)) {
       Status applied = ApplyUpdate(out, st.step);
       if (applied.IsNotFound()) return RunAgain(st, t, "lost-result");  // its result was lost
+      if (IsTampered(applied)) {  // its result is not its handler's: made again
+        RecordTampering(layout_.Proposal(out, st.step), applied);
+        return RunAgain(st, t, "tampered-result");
+      }
       ACAN_RETURN_IF_ERROR(applied);
     } else {
       ACAN_RETURN_IF_ERROR(MarkAvailable(st, out));
@@ -459,7 +463,9 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
           fmt::format("task '{}' reports a missing input '{}', not a key of '{}'", t.spec.key, text,
                       layout_.job()));
     }
-    ACAN_ASSIGN_OR_RETURN(auto present, space_->Read(*key));
+    ACAN_ASSIGN_OR_RETURN(auto present, parsed->kind == KeyKind::kState
+                                            ? space_->Read(*key)
+                                            : ReadOutput(*key));
     if (present.has_value()) continue;  // it landed late: sending the task again is enough
     if (parsed->kind == KeyKind::kState) {
       // Every copy reads the version its first copy read, kept until the step is complete:
@@ -495,6 +501,21 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
   t.dispatched = false;
   dispatcher_.OnDone();
   return Status::Ok();
+}
+
+Result<std::optional<Tuple>> Manager::ReadOutput(const Key& key) {
+  auto read = space_->Read(key);
+  if (read.ok() || !IsTampered(read.status())) return read;
+  RecordTampering(key, read.status());
+  (void)space_->Take(key, 1, Deadline::Now());  // refused again, and gone
+  return std::optional<Tuple>();
+}
+
+void Manager::RecordTampering(const Key& key, const Status& status) {
+  progress_.tampered++;
+  spdlog::error("manager {}: '{}' is refused and made again: {}", options_.owner, key.str(),
+                status.message());
+  if (audit_) audit_->Append("tampering", {{"key", key.str()}, {"what", status.message()}});
 }
 
 // A task that completed is needed again: an output of it was lost.
@@ -682,7 +703,7 @@ Status Manager::FinalizeSteps() {
     int64_t correct = 0;
     bool lost = false;
     for (const std::string& k : st.plan->MetricKeys(st.step, st.rows)) {
-      ACAN_ASSIGN_OR_RETURN(auto m, space_->Read(layout_.Tensor(k)));
+      ACAN_ASSIGN_OR_RETURN(auto m, ReadOutput(layout_.Tensor(k)));
       if (!m.has_value()) {  // lost on its way into the space: its task runs again
         const std::optional<size_t> producer = st.ProducerOf(k);
         if (!producer.has_value()) return Status::DataLoss("no task writes metrics '" + k + "'");

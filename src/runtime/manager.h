@@ -143,6 +143,11 @@ class Manager {
   Status OnDone(const Tuple& done);
   Status OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<std::string>& keys);
   Status RunAgain(ActiveStep& st, TaskRun& t, const char* reason);
+  // A handler's output, or none when it is not in the space, or is there with bytes that are not
+  // its writer's (IsTampered): then it is taken out, logged and recorded as a `tampering` audit
+  // record, and made again like a lost one.
+  Result<std::optional<Tuple>> ReadOutput(const Key& key);
+  void RecordTampering(const Key& key, const Status& status);
   Status ApplyUpdate(const std::string& key, int64_t step);
   void DropStaleVersions(const ActiveStep& st);
   TaskRun& TaskAt(const TaskRef& ref);

@@ -17,6 +17,7 @@ std::string Progress::ToJson() const {
   j["duplicates_discarded"] = duplicates_discarded;
   j["speculated"] = speculated;
   j["inputs_restored"] = inputs_restored;
+  j["tampered"] = tampered;
   j["deadlines_extended"] = deadlines_extended;
   j["by_type"] = by_type;
   j["retransmit_reasons"] = retransmit_reasons;
@@ -46,6 +47,7 @@ Result<Progress> Progress::FromJson(std::string_view text) {
     p.deadlines_extended = nn::JsonInt(j.at("deadlines_extended"));
     p.speculated = j.contains("speculated") ? nn::JsonInt(j["speculated"]) : 0;
     p.inputs_restored = j.contains("inputs_restored") ? nn::JsonInt(j["inputs_restored"]) : 0;
+    p.tampered = j.contains("tampered") ? nn::JsonInt(j["tampered"]) : 0;
     p.by_type = nn::JsonIntMap(j.at("by_type"));
     p.retransmit_reasons = nn::JsonIntMap(j.at("retransmit_reasons"));
     p.useful_task_s = j.at("useful_task_s");

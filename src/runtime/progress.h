@@ -30,6 +30,7 @@ struct Progress {
   int64_t speculated = 0;
   int64_t deadlines_extended = 0;  // deadlines passed while a live handler held the task
   int64_t inputs_restored = 0;     // step inputs put again after a handler found them missing
+  int64_t tampered = 0;  // handlers' outputs refused (not their writer's bytes) and made again
   std::map<std::string, int64_t> by_type;             // completed tasks per type
   std::map<std::string, int64_t> retransmit_reasons;  // reason -> count
   double useful_task_s = 0;                           // first completions only

@@ -54,7 +54,13 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
   if (v > step) return Outcome::kDuplicate;
   if (v < step) return Outcome::kGap;
   const Key proposal_key = layout_->Proposal(shard, step);
-  ACAN_ASSIGN_OR_RETURN(auto proposal, space_->Read(proposal_key));
+  auto read = space_->Read(proposal_key);
+  if (IsTampered(read.status())) {
+    // Not its handler's bytes: out of the space, and the update is made again (the caller's).
+    (void)space_->Take(proposal_key, 1, Deadline::Now());
+    return read.status();
+  }
+  ACAN_ASSIGN_OR_RETURN(auto proposal, std::move(read));
   if (!proposal.has_value()) {
     return Status::NotFound(
         fmt::format("the update of '{}' at step {} is not in the space", shard, step));

@@ -31,6 +31,7 @@ Fault FaultOptions::Decide(const std::string& key, int64_t attempt) const {
   if (roll < (edge += duplicate)) return Fault::kDuplicate;
   if (roll < (edge += delay)) return Fault::kDelay;
   if (roll < (edge += reorder)) return Fault::kReorder;
+  if (roll < (edge += tamper)) return Fault::kTamper;
   return Fault::kNone;
 }
 
@@ -83,7 +84,19 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
     }
   }
   Status s;
-  if (fault == Fault::kDrop) {
+  if (fault == Fault::kTamper && value.size() > 0) {
+    // Other bytes of the same size under the same key: a copy, whose buffer marks it.
+    std::vector<std::byte> bytes(value.data(), value.data() + value.size());
+    bytes[0] ^= std::byte{1};
+    Value forged = Value::FromVector(std::move(bytes));
+    {
+      std::lock_guard lock(mu_);
+      tampered_at_.insert(forged.data());
+      tampered_.push_back(forged);
+    }
+    counts_->tampered.fetch_add(1);
+    s = Land(std::move(key), std::move(forged), fence, deadline);
+  } else if (fault == Fault::kDrop) {
     counts_->dropped.fetch_add(1);
   } else {
     if (fault == Fault::kDuplicate) {
@@ -94,6 +107,54 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
   }
   ReleaseHeld();  // after this put: the held one lands second
   return s;
+}
+
+bool FaultSpace::IsTamperedValue(const Value& v) {
+  std::lock_guard lock(mu_);
+  return !tampered_at_.empty() && v.size() > 0 && tampered_at_.contains(v.data());
+}
+
+Status FaultSpace::TamperedStatus(const Key& key) const {
+  return Status::DataLoss(fmt::format(
+      "fault space: tuple '{}': tampered: injected fault: its bytes are not its writer's",
+      key.str()));
+}
+
+Result<std::optional<Tuple>> FaultSpace::Read(const Pattern& p) {
+  auto r = inner()->Read(p);
+  if (r.ok() && r->has_value() && IsTamperedValue((*r)->value)) return TamperedStatus((*r)->key);
+  return r;
+}
+
+Result<Tuple> FaultSpace::Get(const Pattern& p, Deadline d) {
+  auto r = inner()->Get(p, d);
+  if (r.ok() && IsTamperedValue(r->value)) return TamperedStatus(r->key);
+  return r;
+}
+
+Result<std::vector<Tuple>> FaultSpace::Take(const Pattern& p, size_t n, Deadline d) {
+  auto r = inner()->Take(p, n, d);
+  if (!r.ok()) return r;
+  std::vector<Tuple> kept;
+  std::optional<Key> refused;
+  for (Tuple& t : *r) {
+    if (IsTamperedValue(t.value)) {
+      if (!refused) refused = t.key;
+    } else {
+      kept.push_back(std::move(t));
+    }
+  }
+  if (kept.empty() && refused) return TamperedStatus(*refused);
+  return kept;
+}
+
+Result<std::vector<Tuple>> FaultSpace::ReadAll(const Pattern& p, size_t limit) {
+  auto r = inner()->ReadAll(p, limit);
+  if (!r.ok()) return r;
+  for (const Tuple& t : *r) {
+    if (IsTamperedValue(t.value)) return TamperedStatus(t.key);
+  }
+  return r;
 }
 
 Result<uint64_t> FaultSpace::SwapCell(const Key& key, Value value, uint64_t expected,
@@ -122,6 +183,7 @@ Result<uint64_t> FaultSpace::SwapCell(const Key& key, Value value, uint64_t expe
     }
     case Fault::kDelay:
     case Fault::kReorder:
+    case Fault::kTamper:  // a cell is not chunked: held back instead
       (fault == Fault::kDelay ? counts_->delayed : counts_->reordered).fetch_add(1);
       std::this_thread::sleep_for(
           std::min<Clock::duration>(options_.delay_by, deadline.at() - Clock::now()));

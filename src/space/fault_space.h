@@ -1,7 +1,10 @@
-// FaultSpace: a space wrapper that drops, duplicates, delays and reorders the puts of chosen keys
-// at seeded rates, as an unreliable network or a crashing peer would. Used by the tests and the
-// chaos experiments (LevelDB's fault-injection Env, for a tuple space). Reads and takes pass
-// through. A cell swap, which the caller waits for, is hit as such a call would be: a drop loses
+// FaultSpace: a space wrapper that drops, duplicates, delays, reorders and tampers with the puts
+// of chosen keys at seeded rates, as an unreliable network, a crashing peer or a forger would.
+// Used by the tests and the chaos experiments (LevelDB's fault-injection Env, for a tuple space).
+// Reads and takes pass through, except that a tampered tuple is never returned: as the NATS
+// space does with a chunked value whose chunks are not its writer's, a read of it fails with a
+// DataLoss that IsTampered() recognises, and a take removes it and fails the same way (a pouch
+// keeps the others). A cell swap, which the caller waits for, is hit as such a call would be: a drop loses
 // the request (not applied, Unavailable), a duplicate loses the answer (applied, Unavailable),
 // a delay or a reorder holds it back `delay_by` before it is applied (nothing overtakes a call
 // its caller waits for).
@@ -24,6 +27,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "acan/space.h"
@@ -31,7 +35,7 @@
 
 namespace acan {
 
-enum class Fault { kNone, kDrop, kDuplicate, kDelay, kReorder };
+enum class Fault { kNone, kDrop, kDuplicate, kDelay, kReorder, kTamper };
 
 struct FaultOptions {
   std::vector<std::string> patterns;  // keys whose puts may be hit; empty: every key
@@ -41,6 +45,8 @@ struct FaultOptions {
   // Probability a put is held back until the next hit put has landed (or `delay_by` has passed,
   // whichever comes first): two puts land in the opposite order from the one they were made in.
   double reorder = 0;
+  // Probability a put is stored with bytes that are not its writer's (a forged chunk).
+  double tamper = 0;
   std::chrono::milliseconds delay_by{5};
   uint64_t seed = 1;
 
@@ -53,7 +59,8 @@ struct FaultCounts {
   std::atomic<int64_t> duplicated{0};
   std::atomic<int64_t> delayed{0};
   std::atomic<int64_t> reordered{0};
-  int64_t total() const { return dropped + duplicated + delayed + reordered; }
+  std::atomic<int64_t> tampered{0};
+  int64_t total() const { return dropped + duplicated + delayed + reordered + tampered; }
 };
 
 class FaultSpace final : public SpaceWrapper {
@@ -63,8 +70,16 @@ class FaultSpace final : public SpaceWrapper {
              std::shared_ptr<FaultCounts> counts = std::make_shared<FaultCounts>());
   ~FaultSpace() override;
 
+  using Space::Get;
   using Space::Put;
+  using Space::Read;
+  using Space::ReadAll;
+  using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
+  Result<std::optional<Tuple>> Read(const Pattern& p) override;
+  Result<Tuple> Get(const Pattern& p, Deadline d) override;
+  Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
+  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override;
   // The same faults as a put's; a delayed or reordered one is checked against its fence when it
   // lands (a put in flight while another writer swaps the cell).
   Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
@@ -89,6 +104,8 @@ class FaultSpace final : public SpaceWrapper {
   void DeliverDelayed();
   // Lands the put held back for reordering, if any.
   void ReleaseHeld();
+  bool IsTamperedValue(const Value& v);
+  Status TamperedStatus(const Key& key) const;
 
   std::unique_ptr<Space> owned_;
   FaultOptions options_;
@@ -100,6 +117,9 @@ class FaultSpace final : public SpaceWrapper {
   std::optional<Delayed> held_;  // a put held back for reordering; GUARDED_BY(mu_)
   std::condition_variable delayed_cv_;
   bool closing_ = false;  // GUARDED_BY(mu_)
+  // The values stored tampered, kept alive so that their buffers are not reused by later puts.
+  std::vector<Value> tampered_;                      // GUARDED_BY(mu_)
+  std::unordered_set<const std::byte*> tampered_at_;  // GUARDED_BY(mu_)
   std::thread delivery_;
 };
 
