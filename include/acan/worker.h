@@ -109,6 +109,11 @@ struct ManagerOptions {
   // http://127.0.0.1:PORT/metrics (0: a free port; -1: none); `on_serving` gets the URL.
   int metrics_port = -1;
   std::function<void(const std::string& url)> on_serving;
+  // A secure deployment's manager key and certificate (its manager-key.pem and manager.pem):
+  // every audit record this manager writes is signed with the key and carries the certificate,
+  // so that `acan audit verify --ca` refuses a chain re-hashed by anyone else. Empty: unsigned.
+  std::string audit_key_file;
+  std::string audit_cert_file;
 };
 
 struct ManagerReport {

@@ -292,7 +292,12 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   std::unique_ptr<runtime::AuditLog> refusals_audit;
   std::jthread refusals;
   if (auto* ns = dynamic_cast<nats::NatsSpace*>(space->get()); secure && ns && ns->server()) {
-    refusals_audit = std::make_unique<runtime::AuditLog>(commands->get(), &layout, "supervisor");
+    const std::string dir = SecureDirOf(uri);
+    auto signer = runtime::AuditSigner::Load((fs::path(dir) / "manager-key.pem").string(),
+                                             (fs::path(dir) / "manager.pem").string());
+    if (!signer.ok()) return Fail(signer.status());
+    refusals_audit =
+        std::make_unique<runtime::AuditLog>(commands->get(), &layout, "supervisor", *signer);
     const std::string log = ns->server()->store_dir() + "/nats-server.log";
     refusals = std::jthread([log, audit = refusals_audit.get()](std::stop_token stop) {
       std::ifstream in;

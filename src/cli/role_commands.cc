@@ -145,6 +145,11 @@ int RunManagerCommand(const ManagerArgs& a) {
   o.on_serving = [](const std::string& url) {
     std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
   };
+  // In a secure deployment the manager signs the audit log with its certificate's key.
+  if (const std::string dir = SecureDirOf(a.space); !dir.empty()) {
+    o.audit_key_file = (fs::path(dir) / "manager-key.pem").string();
+    o.audit_cert_file = (fs::path(dir) / "manager.pem").string();
+  }
   if (!a.out.empty()) {
     std::error_code ec;
     fs::create_directories(a.out, ec);  // CheckOutputDir said it can be

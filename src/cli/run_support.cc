@@ -13,6 +13,18 @@
 
 namespace acan::cli {
 
+std::string SecureDirOf(std::string_view uri) {
+  const size_t q = uri.find('?');
+  for (std::string_view rest = q == std::string_view::npos ? "" : uri.substr(q + 1);
+       !rest.empty();) {
+    const std::string_view kv = rest.substr(0, rest.find('&'));
+    if (kv.starts_with("secure=")) return std::string(kv.substr(7));
+    rest.remove_prefix(std::min(rest.size(), kv.size() + 1));
+  }
+  const char* env = std::getenv("ACAN_NATS_SECURE");
+  return env != nullptr ? std::string(env) : std::string();
+}
+
 int Fail(const Status& s) {
   std::fprintf(stderr, "acan: %s\n", s.ToString().c_str());
   return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;

@@ -15,6 +15,9 @@ namespace acan::cli {
 // Prints "acan: <status>" and returns the exit code for it (2 for bad input, 1 otherwise).
 int Fail(const Status& s);
 
+// The secure deployment a space URI names (its secure=DIR, else $ACAN_NATS_SECURE), or "".
+std::string SecureDirOf(std::string_view uri);
+
 // Whether the artefacts can go into `dir` (`flag` names where it came from in the message): it
 // is a directory that can be written, or the nearest existing folder above it is, so that
 // WriteArtefacts can create it. Checked before training, which it would otherwise follow; nothing

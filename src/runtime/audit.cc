@@ -18,10 +18,11 @@ using json = nlohmann::json;
 
 const std::string kNoHash(64, '0');
 
-// The record's hash: SHA-256 of its canonical encoding without the "hash" field.
+// The record's hash: SHA-256 of its canonical encoding without the "hash" and "sig" fields.
 std::string RecordHash(const json& record) {
   json body = record;
   body.erase("hash");
+  body.erase("sig");
   return nn::BytesSha256(body.dump());
 }
 
@@ -34,6 +35,15 @@ std::string NowRfc3339() {
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+// A job_end, or its last part: nothing follows it.
+bool IsLastRecord(const json& r) {
+  if (r.value("kind", "") != "job_end") return false;
+  if (!r.contains("part") || !r["part"].is_string()) return true;
+  const std::string part = r["part"].get<std::string>();
+  const size_t slash = part.find('/');
+  return slash != std::string::npos && part.substr(0, slash) == part.substr(slash + 1);
 }
 
 // Whether record `seq` is in the space.
@@ -77,8 +87,13 @@ std::string ValueSha256(const Value& value) {
   return nn::BytesSha256({reinterpret_cast<const char*>(value.data()), value.size()});
 }
 
-AuditLog::AuditLog(Space* space, const Layout* layout, std::string writer)
-    : space_(space), layout_(layout), writer_(std::move(writer)), thread_([this] { Loop(); }) {}
+AuditLog::AuditLog(Space* space, const Layout* layout, std::string writer,
+                   std::shared_ptr<const AuditSigner> signer)
+    : space_(space),
+      layout_(layout),
+      writer_(std::move(writer)),
+      signer_(std::move(signer)),
+      thread_([this] { Loop(); }) {}
 
 AuditLog::~AuditLog() {
   {
@@ -148,7 +163,7 @@ Status AuditLog::FindHead() {
   if (head_seq_ > 0) {
     ACAN_ASSIGN_OR_RETURN(json head, ReadRecord(space_, *layout_, head_seq_));
     head_hash_ = head["hash"].get<std::string>();
-    ended_ = head.value("kind", "") == "job_end";
+    ended_ = IsLastRecord(head);
   }
   head_known_ = true;
   return Status::Ok();
@@ -199,7 +214,9 @@ Status AuditLog::WriteRecord(const std::string& kind, json fields, const std::st
     record["kind"] = p.kind;
     record["by"] = writer_;
     record["prev"] = head_hash_;
+    if (signer_) record["signer"] = signer_->certificate();
     record["hash"] = RecordHash(record);
+    if (signer_) record["sig"] = signer_->Sign(record["hash"].get<std::string>());
     const std::string line = record.dump();
     if (line.size() > kMaxCellBytes) {
       return Status::ResourceExhausted(fmt::format(
@@ -222,14 +239,14 @@ Status AuditLog::WriteRecord(const std::string& kind, json fields, const std::st
     if (ours) {
       head_seq_ += 1;
       head_hash_ = record["hash"].get<std::string>();
-      ended_ = p.kind == "job_end";
+      ended_ = IsLastRecord(record);
       return Status::Ok();
     }
     // Another writer took this number: its record is the head now.
     ACAN_ASSIGN_OR_RETURN(json theirs, ReadRecord(space_, *layout_, head_seq_ + 1));
     head_seq_ += 1;
     head_hash_ = theirs["hash"].get<std::string>();
-    ended_ = theirs.value("kind", "") == "job_end";
+    ended_ = IsLastRecord(theirs);
   }
 }
 
@@ -274,7 +291,7 @@ Result<std::vector<std::string>> ReadAuditFile(const std::string& path) {
 }
 
 AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
-                              const std::string& model_sha256) {
+                              const AuditVerifyOptions& options) {
   AuditVerdict v;
   auto bad = [&](int64_t line, std::string problem) {
     v.ok = false;
@@ -282,7 +299,10 @@ AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
     v.problem = std::move(problem);
     return v;
   };
-  std::string prev = kNoHash, last_kind;
+  std::string prev = kNoHash;
+  json last;
+  // The job_end's final versions (its parts' together) and the tensor of each parameter shard.
+  std::map<std::string, std::string> final_sha256, tensor_of;
   for (size_t i = 0; i < lines.size(); ++i) {
     const auto line = static_cast<int64_t>(i + 1);
     json r = json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
@@ -314,23 +334,63 @@ AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
                                                "before it was inserted, removed or changed",
                                                line - 1));
     }
+    if (!options.ca_file.empty()) {
+      if (!r.contains("sig") || !r["sig"].is_string() || !r.contains("signer") ||
+          !r["signer"].is_string()) {
+        return bad(line, "unsigned: a secure deployment's manager signs every record");
+      }
+      Status signed_by = VerifyAuditSignature(options.ca_file, r["hash"].get<std::string>(),
+                                              r["signer"].get<std::string>(),
+                                              r["sig"].get<std::string>());
+      if (signed_by.code() == StatusCode::kInvalidArgument) return bad(0, signed_by.message());
+      if (!signed_by.ok()) return bad(line, "not signed by the deployment: " + signed_by.message());
+    }
     prev = r["hash"].get<std::string>();
-    last_kind = r["kind"].get<std::string>();
-    v.kinds[last_kind]++;
-    if (last_kind == "job_end") v.final_model_sha256 = r.value("final_model_sha256", "");
+    v.kinds[r["kind"].get<std::string>()]++;
+    if (r["kind"] == "job_end") {
+      v.final_model_sha256 = r.value("final_model_sha256", "");
+      if (r.contains("versions") && r["versions"].is_array()) {
+        for (const json& e : r["versions"]) {
+          if (e.is_object() && e.contains("shard") && e["shard"].is_string() &&
+              e.contains("sha256") && e["sha256"].is_string()) {
+            final_sha256[e["shard"].get<std::string>()] = e["sha256"].get<std::string>();
+          }
+        }
+      }
+      if (r.contains("tensors") && r["tensors"].is_object()) {
+        for (const auto& [shard, name] : r["tensors"].items()) {
+          if (name.is_string()) tensor_of[shard] = name.get<std::string>();
+        }
+      }
+    }
+    last = std::move(r);
   }
   v.records = static_cast<int64_t>(lines.size());
   if (lines.empty()) return bad(0, "no records");
-  if (last_kind != "job_end") {
+  if (!IsLastRecord(last)) {
     return bad(v.records,
                "the chain ends without a job_end record: records are missing at the "
                "end, or the job did not finish");
   }
-  if (!model_sha256.empty() && model_sha256 != v.final_model_sha256) {
-    return bad(v.records,
-               fmt::format("the model's SHA-256 is {}, the job_end record's final "
-                           "model is {}",
-                           model_sha256.substr(0, 16), v.final_model_sha256.substr(0, 16)));
+  if (!options.model_sha256.empty() && options.model_sha256 != v.final_model_sha256) {
+    std::string named;
+    for (const auto& [shard, name] : tensor_of) {
+      auto in_model = options.tensor_sha256.find(name);
+      auto final_version = final_sha256.find(shard);
+      if (final_version == final_sha256.end()) continue;
+      if (in_model == options.tensor_sha256.end()) {
+        named += fmt::format("; tensor '{}' (shard '{}') is missing", name, shard);
+      } else if (in_model->second != final_version->second) {
+        named += fmt::format("; tensor '{}' is not shard '{}''s final version (SHA-256 {}, the "
+                             "job_end's {})",
+                             name, shard, in_model->second.substr(0, 16),
+                             final_version->second.substr(0, 16));
+      }
+    }
+    return bad(v.records, fmt::format("the model's SHA-256 is {}, the job_end record's final "
+                                      "model is {}{}",
+                                      options.model_sha256.substr(0, 16),
+                                      v.final_model_sha256.substr(0, 16), named));
   }
   v.ok = true;
   return v;

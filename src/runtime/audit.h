@@ -5,8 +5,10 @@
 //
 // A record is one JSON object: seq (1, 2, ...), time (UTC, RFC 3339), kind, by (the writer: a
 // manager's name), the kind's fields, prev (the previous record's hash; 64 zeros for the first)
-// and hash: the SHA-256 of the record's canonical encoding without "hash" (JSON with keys sorted
-// and no whitespace, as nlohmann::json::dump() writes it). Kinds:
+// and hash: the SHA-256 of the record's canonical encoding without "hash" and "sig" (JSON with
+// keys sorted and no whitespace, as nlohmann::json::dump() writes it). A log with a signer (a
+// secure deployment's manager key, audit_signature.h) adds "signer" (its certificate, under the
+// hash) and "sig" (its signature of the hash) to every record. Kinds:
 //   job_start       config_sha256 (of the job file as made), initial_model_sha256
 //   lease           the writer took the job's lease (takeover: a predecessor held it), and the
 //                   versions it found, each with its content's SHA-256
@@ -18,7 +20,11 @@
 //                   wrote after its last record are in its successor's lease record.
 //   handler_joined, handler_left   handler (id), incarnation (joined)
 //   permission_refused             what the server refused, to whom (from the server's log)
-//   job_end         final_model_sha256 (nn::ModelSha256: the safetensors file's tensors)
+//   tampering       key, what: a handler's output refused because its bytes were not its
+//                   writer's (IsTampered), and made again
+//   job_end         final_model_sha256 (nn::ModelSha256: the safetensors file's tensors), steps,
+//                   versions_applied, and versions: every shard's final version with its SHA-256,
+//                   and tensors: the model tensor each parameter shard is ({shard: name})
 // Appending is a compare-and-set of the next sequence number's cell, so several writers (a
 // manager and its successor, a supervisor) extend one chain and none overwrites another; nothing
 // is appended after a job_end. Records are hashed and written by a thread of the log, off the
@@ -37,6 +43,7 @@
 #include <vector>
 
 #include "acan/space.h"
+#include "runtime/audit_signature.h"
 #include "runtime/layout.h"
 
 namespace acan::runtime {
@@ -46,8 +53,9 @@ std::string ValueSha256(const Value& value);
 
 class AuditLog {
  public:
-  // REQUIRES: `space` and `layout` outlive the log.
-  AuditLog(Space* space, const Layout* layout, std::string writer);
+  // REQUIRES: `space` and `layout` outlive the log. With `signer`, every record is signed.
+  AuditLog(Space* space, const Layout* layout, std::string writer,
+           std::shared_ptr<const AuditSigner> signer = nullptr);
   ~AuditLog();  // writes what is queued
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
@@ -86,6 +94,7 @@ class AuditLog {
   Space* space_;
   const Layout* layout_;
   const std::string writer_;
+  const std::shared_ptr<const AuditSigner> signer_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_;  // GUARDED_BY(mu_)
@@ -110,6 +119,15 @@ Status WriteAuditFile(Space* space, const Layout& layout, const std::string& pat
 // Limits().audit_file_bytes is ResourceExhausted, before it is read.
 Result<std::vector<std::string>> ReadAuditFile(const std::string& path);
 
+struct AuditVerifyOptions {
+  std::string model_sha256;  // the model's (nn::TensorsSha256): must be the job_end's
+  // The model's tensors by name, each one's SHA-256: a tensor that is not its shard's final
+  // version (the job_end's) is named.
+  std::map<std::string, std::string> tensor_sha256;
+  // The deployment's CA: every record must be signed by a manager certificate it issued.
+  std::string ca_file;
+};
+
 struct AuditVerdict {
   bool ok = false;
   int64_t records = 0;
@@ -119,9 +137,10 @@ struct AuditVerdict {
   std::map<std::string, int64_t> kinds;  // records by kind
 };
 // Checks a chain: every line a record whose hash is its content's, seq 1, 2, ... in order, each
-// prev the hash of the line before, the last one a job_end; with `model_sha256`, that it is the
-// job_end's final model hash.
+// prev the hash of the line before, the last one a job_end; with the options' model, that it is
+// the job_end's final model (naming each tensor that is not its shard's final version); with a
+// CA, that every record is signed by one of its manager certificates.
 AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
-                              const std::string& model_sha256 = "");
+                              const AuditVerifyOptions& options = {});
 
 }  // namespace acan::runtime

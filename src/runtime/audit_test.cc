@@ -6,10 +6,15 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <filesystem>
+
 #include "acan/space.h"
+#include "space/nats/secure.h"
 
 namespace acan::runtime {
 namespace {
@@ -46,7 +51,7 @@ std::string Rehash(json r) {
 TEST(AuditLogTest, AFinishedJobsChainVerifies) {
   const auto lines = Chain(5);
   ASSERT_EQ(lines.size(), 7u);
-  AuditVerdict v = VerifyAuditLines(lines, std::string(64, 'a'));
+  AuditVerdict v = VerifyAuditLines(lines, {std::string(64, 'a')});
   EXPECT_TRUE(v.ok) << v.line << ": " << v.problem;
   EXPECT_EQ(v.records, 7);
   EXPECT_EQ(v.kinds["versions"], 5);
@@ -123,7 +128,7 @@ TEST(AuditLogTest, EveryKindOfTamperingIsFoundAtItsLine) {
   const std::vector<std::string> good = Chain(6);
   auto expect_bad = [](const std::vector<std::string>& lines, int64_t line,
                        const std::string& words, const std::string& model = "") {
-    AuditVerdict v = VerifyAuditLines(lines, model);
+    AuditVerdict v = VerifyAuditLines(lines, {model});
     EXPECT_FALSE(v.ok);
     EXPECT_EQ(v.line, line) << v.problem;
     EXPECT_NE(v.problem.find(words), std::string::npos) << v.problem;
@@ -167,8 +172,89 @@ TEST(AuditLogTest, EveryKindOfTamperingIsFoundAtItsLine) {
   expect_bad(garbage, 2, "not a JSON object");
   // Another model than the one the end names.
   expect_bad(good, 8, "the job_end record's final model", std::string(64, 'b'));
-  EXPECT_TRUE(VerifyAuditLines(good, std::string(64, 'a')).ok);
+  EXPECT_TRUE(VerifyAuditLines(good, {std::string(64, 'a')}).ok);
   expect_bad({}, 0, "no records");
+}
+
+}  // namespace
+}  // namespace acan::runtime
+
+namespace acan::runtime {
+namespace {
+
+// A secure deployment's manager signs every record: --ca accepts the chain, and refuses one
+// re-hashed end to end by someone with the file alone, one signed by another role's key (a
+// handler's certificate from the same CA), by a manager certificate of another CA, or unsigned.
+class SignedAuditTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/audit_signed_" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    ASSERT_TRUE(nats::InitSecureDir({dir_}).ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::vector<std::string> SignedChain(const std::string& role) {
+    auto signer = AuditSigner::Load(dir_ + "/" + role + "-key.pem", dir_ + "/" + role + ".pem");
+    EXPECT_TRUE(signer.ok()) << signer.status().ToString();
+    auto space = NewSpace();
+    const Layout layout("job");
+    {
+      AuditLog log(space.get(), &layout, "m0", *signer);
+      log.Append("job_start", {{"config_sha256", std::string(64, 'c')}});
+      log.AppendVersions("versions", {{"steps", {0, 1}}}, {{"l0.w", 2, Value::FromString("w")}});
+      log.Append("job_end", {{"final_model_sha256", std::string(64, 'a')}});
+      EXPECT_TRUE(log.Flush().ok());
+    }
+    return ReadAuditChain(space.get(), layout).value();
+  }
+  AuditVerdict Verify(const std::vector<std::string>& lines) {
+    AuditVerifyOptions o;
+    o.ca_file = dir_ + "/ca.pem";
+    return VerifyAuditLines(lines, o);
+  }
+  std::string dir_;
+};
+
+TEST_F(SignedAuditTest, OnlyTheDeploymentsManagerSignsAChainThatVerifies) {
+  const auto lines = SignedChain("manager");
+  AuditVerdict v = Verify(lines);
+  EXPECT_TRUE(v.ok) << v.line << ": " << v.problem;
+  EXPECT_TRUE(VerifyAuditLines(lines).ok) << "the chain holds without --ca too";
+  // Every record re-hashed from the first changed one on, as whoever holds the file can: the
+  // chain holds, the signatures do not.
+  std::vector<std::string> forged = lines;
+  std::string prev(64, '0');
+  for (size_t i = 0; i < forged.size(); ++i) {
+    json r = json::parse(forged[i]);
+    if (i == 1) r["versions"][0]["sha256"] = std::string(64, 'f');
+    r["prev"] = prev;
+    r.erase("sig");
+    r["hash"] = json::parse(Rehash(r))["hash"];
+    r["sig"] = json::parse(lines[i])["sig"];
+    prev = r["hash"].get<std::string>();
+    forged[i] = r.dump();
+  }
+  EXPECT_TRUE(VerifyAuditLines(forged).ok) << "re-hashed end to end, the chain alone holds";
+  v = Verify(forged);
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.line, 2);
+  EXPECT_NE(v.problem.find("signature is not its signer's"), std::string::npos) << v.problem;
+  // Signed with a handler's key, a certificate of the same CA: refused by its name.
+  v = Verify(SignedChain("handler"));
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.line, 1);
+  EXPECT_NE(v.problem.find("'acan-handler', not acan-manager"), std::string::npos) << v.problem;
+  // A manager certificate that signs itself: not the CA's.
+  ASSERT_TRUE(
+      nats::IssueClientCertificate(dir_, "acan-manager", 0, 30, true, dir_ + "/stranger").ok());
+  v = Verify(SignedChain("stranger"));
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.problem.find("not the CA's"), std::string::npos) << v.problem;
+  // No signature at all.
+  v = Verify(Chain(2));
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.line, 1);
+  EXPECT_NE(v.problem.find("unsigned"), std::string::npos) << v.problem;
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
 }
 
 Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
-                        const nn::Model& init, const JobDescriptor* descriptor) {
+                        const nn::Model& init, const JobDescriptor* descriptor,
+                        std::shared_ptr<const AuditSigner> signer) {
   // Managers that start together all see a new job: the one that swaps the guard cell first sets
   // it up, the others wait for its state tuple. A guard whose holder did not finish within its
   // time (it died) is taken over, and the job set up again (copies of the same bytes).
@@ -103,7 +104,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
         PutConfirmed(space, layout.State(key, 0), Value::FromVector(std::move(tensor))));
   }
   {
-    AuditLog audit(space, &layout, "job set-up");
+    AuditLog audit(space, &layout, "job set-up", std::move(signer));
     audit.Append("job_start", {{"job", layout.job()},
                                {"config_sha256", ValueSha256(Value::FromString(ToToml(job)))},
                                {"initial_model_sha256", nn::ModelSha256(init)}});
@@ -878,7 +879,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
 }
 
 Status Manager::AuditLease() {
-  audit_ = std::make_unique<AuditLog>(raw_space_, &layout_, options_.owner);
+  audit_ = std::make_unique<AuditLog>(raw_space_, &layout_, options_.owner, options_.audit_signer);
   // The versions as this manager finds them, hashed: what a predecessor applied after its last
   // record is in the chain from here.
   std::vector<std::tuple<std::string, int64_t, Value>> found;
@@ -911,9 +912,25 @@ Status Manager::AuditHandler(int handler) {
 Status Manager::AuditEnd() {
   if (!audit_ || !progress_.finished) return Status::Ok();
   ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan_, progress_.total_steps));
-  audit_->Append("job_end", {{"final_model_sha256", nn::ModelSha256(model)},
-                             {"steps", progress_.total_steps},
-                             {"versions_applied", progress_.versions_applied}});
+  // Every shard's final version, hashed: a model altered after the fact is named tensor by
+  // tensor (acan audit verify --model).
+  std::vector<std::tuple<std::string, int64_t, Value>> finals;
+  nlohmann::json tensors = nlohmann::json::object();
+  for (const nn::ShardSpec& s : plan_->shards()) {
+    tensors[s.key] = s.name;
+    for (const std::string& key : {s.key, s.momentum_key}) {
+      if (key.empty()) continue;
+      const int64_t v = versions_.Current(key);
+      ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(key, v)));
+      if (t.has_value()) finals.emplace_back(key, v, t->value);
+    }
+  }
+  audit_->AppendVersions("job_end",
+                         {{"final_model_sha256", nn::ModelSha256(model)},
+                          {"steps", progress_.total_steps},
+                          {"versions_applied", progress_.versions_applied},
+                          {"tensors", std::move(tensors)}},
+                         std::move(finals));
   return audit_->Flush();
 }
 

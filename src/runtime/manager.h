@@ -59,6 +59,9 @@ struct FlightStatus {
 
 struct ManagerOptions {
   std::string owner = "manager";  // this manager's name in the lease
+  // Signs every audit record this manager writes (a secure deployment's manager key); none: the
+  // records are hash-chained only.
+  std::shared_ptr<const AuditSigner> audit_signer;
   int64_t window = 1;
   int64_t task_size = -1;  // -1: the job's partition.task_size
   // Let the controller change the task size between steps (results then differ in the last
@@ -107,8 +110,10 @@ class Manager {
   // whether the job's handlers make its step inputs from their own copy of the data
   // (runtime/local_inputs.h) instead of reading them from the space.
   // The job's audit log (runtime/audit.h) starts here, with a job_start record.
+  // With `signer`, its records are signed (a secure deployment's manager key).
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
-                        const nn::Model& init, const JobDescriptor* descriptor = nullptr);
+                        const nn::Model& init, const JobDescriptor* descriptor = nullptr,
+                        std::shared_ptr<const AuditSigner> signer = nullptr);
 
   // Waits for the lease (as a standby), then runs or resumes the job until every step has been
   // applied. Returns Cancelled when `crash` is set: the manager stops at once, as if killed,

@@ -260,6 +260,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
                                  const ManagerOptions& options) {
   ACAN_RETURN_IF_ERROR(ValidateJob(job));
   ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(options.job_id));
+  std::shared_ptr<const runtime::AuditSigner> signer;
+  if (!options.audit_key_file.empty() || !options.audit_cert_file.empty()) {
+    ACAN_ASSIGN_OR_RETURN(signer, runtime::AuditSigner::Load(options.audit_key_file,
+                                                             options.audit_cert_file));
+  }
   // The kill-point test hook (common/kill_point.h), for the managers it names ("any": all).
   if (const char* target = std::getenv("ACAN_TEST_KILL_MANAGER");
       target != nullptr && (options.name == target || std::string_view(target) == "any")) {
@@ -310,7 +315,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   descriptor.grain_step_ms = report.grain.step_ms;
   descriptor.grain_move_ms = report.grain.move_ms;
   if (descriptor.local_inputs) descriptor.data_sha256 = rows.sha256;
-  ACAN_RETURN_IF_ERROR(runtime::Manager::InitJob(&space, layout, effective, init, &descriptor));
+  ACAN_RETURN_IF_ERROR(
+      runtime::Manager::InitJob(&space, layout, effective, init, &descriptor, signer));
   (void)space.Erase(layout.DataHint());  // the descriptor says it all now
   // Another manager may have made the job first with its own measurement: its grain is the job's.
   ACAN_RETURN_IF_ERROR(adopt().status());
@@ -321,6 +327,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   run.lease = options.lease;
   runtime::ManagerOptions mo = runtime::ManagerOptionsFor(run, 0);
   mo.owner = options.name;
+  mo.audit_signer = signer;
   const int64_t steps_per_epoch =
       nn::Batcher(&data, nn::Plan::StepBatch(effective, run.task_size, data.rows), false, 0)
           .BatchesPerEpoch();

@@ -90,6 +90,49 @@ if grep -q "Violation" "$log"; then
   grep "Violation" "$log" | head -5 >&2
   exit 1
 fi
+# The audit log: signed by the deployment's manager, the space's copy, its model; a chain
+# re-hashed end to end, and a model with one tensor changed, are refused and named.
+"$acan" audit verify "$work/clean/audit.jsonl" --model "$work/clean/model.safetensors" \
+  --ca "$dep/ca.pem" --space "$addr?secure=$dep&role=observer"
+/usr/bin/python3 - "$work/clean" <<'PY'
+import hashlib, json, struct, sys
+run = sys.argv[1]
+lines = open(f"{run}/audit.jsonl").read().splitlines()
+prev = "0" * 64
+out = []
+for i, line in enumerate(lines):
+    r = json.loads(line)
+    if i == 2:
+        r["time"] = "1999-01-01T00:00:00.000Z"
+    r["prev"] = prev
+    body = {k: v for k, v in r.items() if k not in ("hash", "sig")}
+    r["hash"] = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    prev = r["hash"]
+    out.append(json.dumps(r, sort_keys=True, separators=(",", ":")))
+open(f"{run}/rehashed.jsonl", "w").write("\n".join(out) + "\n")
+model = bytearray(open(f"{run}/model.safetensors", "rb").read())
+n = struct.unpack("<Q", model[:8])[0]
+header = json.loads(model[8:8 + n])
+a, _ = header["layers.1.bias"]["data_offsets"]
+at = 8 + n + a
+struct.pack_into("<f", model, at, struct.unpack_from("<f", model, at)[0] + 1.0)
+open(f"{run}/altered.safetensors", "wb").write(bytes(model))
+PY
+if ! "$acan" audit verify "$work/clean/rehashed.jsonl" > "$work/v1" 2>&1; then
+  echo "FAIL: the re-hashed chain does not even hold as a chain: $(cat "$work/v1")" >&2; exit 1
+fi
+if "$acan" audit verify "$work/clean/rehashed.jsonl" --ca "$dep/ca.pem" > "$work/v1" 2>&1; then
+  echo "FAIL: a chain re-hashed end to end verified against the CA" >&2; exit 1
+fi
+grep -q "rehashed.jsonl:3: not signed by the deployment" "$work/v1" || {
+  echo "FAIL: the re-hashed record is not named: $(cat "$work/v1")" >&2; exit 1; }
+if "$acan" audit verify "$work/clean/audit.jsonl" --model "$work/clean/altered.safetensors" \
+  > "$work/v2" 2>&1; then
+  echo "FAIL: an altered model verified" >&2; exit 1
+fi
+grep -q "tensor 'layers.1.bias' is not shard 'param.l1.b''s final version" "$work/v2" || {
+  echo "FAIL: the altered tensor is not named: $(cat "$work/v2")" >&2; exit 1; }
+echo "audit: a re-hashed chain and an altered tensor are refused and named"
 
 echo "== a secure run under attack"
 secure_server attacked
