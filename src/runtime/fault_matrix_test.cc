@@ -13,6 +13,7 @@
 #include "runtime/chaos.h"
 #include "runtime/watched_run.h"
 #include "space/fault_space.h"
+#include "space/space_wrapper.h"
 
 namespace acan::runtime {
 namespace {
@@ -184,6 +185,64 @@ INSTANTIATE_TEST_SUITE_P(HandlerValues, TamperTest,
                            return std::string(info.param) == "job.t.>" ? "step_tensors"
                                                                        : "proposals";
                          });
+
+// Every tuple at once (a purge of the tuple stream, a memory server restarted): what is not fenced
+// (tasks, step tensors, proposals, reports, claims, alive tuples, step markers) is erased from the
+// space every `every`-th done report, `times` times, while the versions, the manager's state and
+// the lease stay. (Purged for good every few reports, a step with more tasks than that could
+// never complete: the purges stop, as an attacker's or a restarting server's do.)
+class PurgingSpace final : public SpaceWrapper {
+ public:
+  PurgingSpace(std::unique_ptr<Space> inner, int every, int times,
+               std::shared_ptr<std::atomic<int64_t>> purges)
+      : SpaceWrapper(inner.get()),
+        owned_(std::move(inner)),
+        every_(every),
+        times_(times),
+        purges_(std::move(purges)) {}
+  using Space::Put;
+  Status Put(Key key, Value value, Deadline deadline) override {
+    const bool report = key.str().starts_with("job.done.");
+    ACAN_RETURN_IF_ERROR(inner()->Put(std::move(key), std::move(value), deadline));
+    if (report && ++reports_ % every_ == 0 && purges_->load() < times_) {
+      purges_->fetch_add(1);
+      for (const char* cls : {"task", "t", "u", "done", "claim", "alive", "step", "usage"}) {
+        (void)inner()->Erase(Pattern::Parse(fmt::format("job.{}.>", cls)).value());
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<Space> owned_;
+  const int every_, times_;
+  std::atomic<int64_t> reports_{0};
+  std::shared_ptr<std::atomic<int64_t>> purges_;
+};
+
+TEST(PurgeTest, LosingEveryTupleAtOnceCostsTimeNeverTheResult) {
+  const char* only = std::getenv("ACAN_PURGE_STRATEGY");
+  for (const char* strategy : {"data", "tiles"}) {
+    if (only != nullptr && std::string(only) != strategy) continue;
+    SCOPED_TRACE(strategy);
+    JobConfig job = Job(strategy, 4, 64);
+    const Reference ref = ReferenceRun(job);
+    auto purges = std::make_shared<std::atomic<int64_t>>(0);
+    RunHooks hooks;
+    hooks.wrap_space = [&](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
+      // A step's worth of reports or so apart: about 5 (data) and 30 (tiles) tasks a step.
+      return std::make_unique<PurgingSpace>(std::move(inner),
+                                            std::string(strategy) == "data" ? 8 : 40, 6, purges);
+    };
+    auto r = RunWatched(job, ref.data, ref.init, FaultyRun(), hooks);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(nn::ModelSha256(r->model), ref.weights);
+    EXPECT_GE(purges->load(), 6) << "the space was hardly purged: the test proved little";
+    std::printf("[ purge    ] %-6s purged %lld times, retransmitted %lld\n", strategy,
+                static_cast<long long>(purges->load()),
+                static_cast<long long>(r->progress.retransmitted));
+  }
+}
 
 // The manager's first incarnation dies at its n-th write, for every n over its recovery and its
 // first steps: after a take (the reports it took are lost with it), before a version write,

@@ -353,6 +353,15 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool specul
     progress_.dispatched++;
   }
   if (reason) {
+    // Sent again: whatever lost the task (or its outputs) may have taken the step's marker with
+    // it (a purge of the tuples, a server that restarted without them), and a handler that finds
+    // no marker takes its outputs back as a late copy's. The marker comes back first.
+    ACAN_ASSIGN_OR_RETURN(auto open, space_->Read(layout_.StepOpen(st.step)));
+    if (!open.has_value()) {
+      spdlog::warn("manager {}: step {}'s marker is gone from the space: put again",
+                   options_.owner, st.step);
+      ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(st.step), Value()));
+    }
     progress_.retransmitted++;
     progress_.retransmit_reasons[reason]++;
     spdlog::debug("manager {}: sending {} again (attempt {}): {}", options_.owner, t.spec.key,
