@@ -34,6 +34,8 @@
 #include "runtime/live_view.h"
 #include "runtime/liveness.h"
 #include "runtime/process_view.h"
+#include "runtime/progress.h"
+#include "runtime/stall.h"
 #include "runtime/version_oracle.h"
 #include "space/nats/nats_space.h"
 
@@ -234,6 +236,8 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     if (!metrics_url.empty()) fmt::print(stderr, "acan: metrics at {}\n", metrics_url);
     if (!dashboard_url.empty()) fmt::print(stderr, "acan: dashboard at {}\n", dashboard_url);
   }
+  // A job that makes no progress says so: the manager's state is put after every step.
+  runtime::StallWatch stall(std::chrono::seconds(30));
   auto* watched = dynamic_cast<nats::NatsSpace*>(space->get());
   if (watched != nullptr) {
     // What the accounts read (tasks, claims, reports, proposals, versions, the manager's
@@ -246,10 +250,23 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     for (const char* what : {".task.>", ".claim.>", ".done.>", ".u.>", ".p.>", ".m.state"}) {
       Status s =
           watched->WatchPuts(Pattern::Parse(std::string(kJobId) + what).value(),
-                             [&oracle, &account, &shown](const Key& key, const Value& value) {
+                             [&oracle, &account, &shown, &stall, &layout](const Key& key,
+                                                                          const Value& value) {
                                oracle.OnPut(key, value);
                                account.OnPut(key, value);
                                if (shown) shown->OnPut(key, value);
+                               if (key == layout.ManagerState()) {
+                                 auto p = runtime::Progress::FromJson(value.AsString());
+                                 if (p.ok()) {
+                                   double longest_ns = 0;
+                                   for (const auto& [cls, ns] : p->task_ns) {
+                                     longest_ns = std::max(longest_ns, ns);
+                                   }
+                                   // A timeout is a few times a task's mean time.
+                                   stall.OnStep(p->next_step, std::chrono::nanoseconds(
+                                                                  int64_t(4 * longest_ns)));
+                                 }
+                               }
                              });
       if (!s.ok()) return Fail(s);
     }
@@ -410,6 +427,20 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   };
   while (running() > 0) {
     chaos_turn();
+    if (!stopping && !finished_at && !account.job_finished()) {
+      if (const std::optional<double> stalled = stall.Due()) {
+        const SpaceStats in_space = (*commands)->Stats();
+        std::string alive;
+        for (const Child& c : children) {
+          alive += fmt::format("{}{} {}", alive.empty() ? "" : ", ", c.name,
+                               c.pid > 0 ? "running" : "down");
+        }
+        fmt::print(stderr,
+                   "acan: the job is stalled: no step completed for {:.1f} s (step {} next); the "
+                   "space holds {} tuples, {} bytes; processes: {}\n",
+                   *stalled, stall.next_step(), in_space.tuples, in_space.bytes, alive);
+      }
+    }
     if (!stopping && signals.signal() != 0) {
       fmt::print(stderr, "acan: stopping (signal {}): every process leaves cleanly\n",
                  signals.signal());

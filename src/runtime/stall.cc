@@ -19,4 +19,30 @@ std::string StallReport::ToString() const {
       space.total.tuples, space.total.bytes, classes);
 }
 
+StallWatch::StallWatch(Clock::duration floor)
+    : floor_(floor), last_(Clock::now()), next_report_(last_ + floor) {}
+
+Clock::duration StallWatch::Limit() const { return std::max(floor_, 8 * longest_); }
+
+void StallWatch::OnStep(int64_t next_step, Clock::duration longest_timeout) {
+  std::lock_guard lock(mu_);
+  last_ = Clock::now();
+  next_step_ = next_step;
+  if (longest_timeout.count() > 0) longest_ = longest_timeout;
+  next_report_ = last_ + Limit();
+}
+
+std::optional<double> StallWatch::Due() {
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  if (now < next_report_) return std::nullopt;
+  next_report_ = now + Limit();
+  return std::chrono::duration<double>(now - last_).count();
+}
+
+int64_t StallWatch::next_step() const {
+  std::lock_guard lock(mu_);
+  return next_step_;
+}
+
 }  // namespace acan::runtime

@@ -2,6 +2,9 @@
 // flight, so a stall is never silent (a hang in CI shows its cause within minutes).
 #pragma once
 
+#include <chrono>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "runtime/manager.h"
@@ -21,6 +24,30 @@ struct StallReport {
 
   // One line: what is stalled and what is in flight and in the space.
   std::string ToString() const;
+};
+
+// For a process that sees a job's steps complete (a manager, a supervisor watching the manager's
+// state): when no step completed for max(floor, 8 x the longest task timeout), a report is due,
+// and again each time as long again passes. Thread-safe.
+class StallWatch {
+ public:
+  explicit StallWatch(Clock::duration floor);
+  // A step completed: `next_step` is the first not yet applied; `longest_timeout`, the longest
+  // task timeout the manager uses now (0: unknown).
+  void OnStep(int64_t next_step, Clock::duration longest_timeout = {});
+  // Seconds since the last step when a report is due now, else none.
+  std::optional<double> Due();
+  int64_t next_step() const;
+
+ private:
+  Clock::duration Limit() const;  // REQUIRES: mu_ held
+
+  const Clock::duration floor_;
+  mutable std::mutex mu_;
+  Clock::time_point last_;           // GUARDED_BY(mu_)
+  Clock::time_point next_report_;    // GUARDED_BY(mu_)
+  Clock::duration longest_{};        // GUARDED_BY(mu_)
+  int64_t next_step_ = 0;            // GUARDED_BY(mu_)
 };
 
 }  // namespace acan::runtime

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <stop_token>
 #include <thread>
 
@@ -23,6 +24,7 @@
 #include "runtime/liveness.h"
 #include "runtime/local_inputs.h"
 #include "runtime/manager.h"
+#include "runtime/stall.h"
 #include "runtime/supervisor.h"
 #include "runtime/training.h"
 
@@ -364,7 +366,41 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
           uint64_t(std::max<int64_t>(exec_ns, 0)));
     }
   };
+  // A job that makes no progress says so (what this manager has in flight, what the space holds),
+  // as an in-process run does: the floor is 30 s, or 8 x the longest task timeout.
+  runtime::StallWatch stall(std::chrono::seconds(30));
+  std::mutex flight_mu;
+  runtime::FlightStatus flight;  // GUARDED_BY(flight_mu)
+  mo.on_flight = [&](const runtime::FlightStatus& f) {
+    std::lock_guard lock(flight_mu);
+    flight = f;
+  };
+  std::atomic<bool> watching{false};
+  std::jthread stall_reports([&](std::stop_token done) {
+    while (!done.stop_requested()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (!watching.load()) continue;
+      const std::optional<double> stalled = stall.Due();
+      if (!stalled) continue;
+      runtime::FlightStatus f;
+      {
+        std::lock_guard lock(flight_mu);
+        f = flight;
+      }
+      const SpaceStats in_space = space.Stats();
+      spdlog::warn(
+          "acan: manager {}: the job is stalled: no step completed for {:.1f} s: steps {}..{} in "
+          "flight, {} tasks sent and not done, {} held back by the pouch; the space holds {} "
+          "tuples, {} bytes",
+          options.name, *stalled, f.next_step, f.admitted - 1, f.tasks_sent, f.tasks_held,
+          in_space.tuples, in_space.bytes);
+    }
+  });
   mo.on_step = [&](const runtime::Progress& p, const runtime::ControllerSnapshot& c) {
+    double longest_ms = 0;
+    for (const auto& [cls, ms] : c.timeouts_ms) longest_ms = std::max(longest_ms, ms);
+    stall.OnStep(p.next_step, std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double, std::milli>(longest_ms)));
     if (p.finished) report.applied_last_step = true;
     const auto now = Clock::now();
     if (!options.metrics_csv.empty() && active_at &&
@@ -401,9 +437,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       options.on_progress(runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs));
     }
   };
-  mo.on_active = [&report, &active_at, &options] {
+  mo.on_active = [&report, &active_at, &options, &stall, &watching] {
     report.was_active = true;
     active_at = Clock::now();
+    stall.OnStep(0);  // the clock starts when it takes the job
+    watching.store(true);
     if (options.on_active) options.on_active();
   };
 
@@ -415,11 +453,14 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     if (s.ok()) break;
     if (stop.load()) break;   // stopped (Cancelled), as if killed
     if (s.IsUnavailable()) {  // lost the lease (refused at a write): a standby again
+      watching.store(false);
       spdlog::warn("manager {}: {}; standing by again", options.name, s.ToString());
       continue;
     }
     return s;
   }
+  stall_reports.request_stop();
+  stall_reports.join();
   if (active_at) report.active_s = std::chrono::duration<double>(Clock::now() - *active_at).count();
   PutUsage(space, layout, fmt::format("m{}", getpid()));
   if (report.applied_last_step && !options.metrics_csv.empty()) {

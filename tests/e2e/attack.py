@@ -11,6 +11,11 @@
       fenced stream, other roles' replies (all refused), and deleting one task of its own job
       (allowed: it costs a retransmission). Prints a JSON account.
 
+  attack.py purge URL DEPLOYMENT TIMES INTERVAL
+      With the manager's files (a role that may purge), once the job has tasks: purges the job's
+      tuple stream TIMES times, INTERVAL seconds apart, as a server that loses every tuple would.
+      Prints how many purges the server confirmed.
+
   attack.py leftovers URL DEPLOYMENT
       As the observer, after a run: the chunks in the job's streams whose tuple is gone (none
       may be left behind) and the chunked tuples still there. Prints a JSON account.
@@ -124,6 +129,20 @@ def boundaries(h):
     return probes, deleted_task
 
 
+def purge(url, deployment, times, interval):
+    m = connect(url, deployment, "manager")
+    give_up = time.time() + 60
+    while time.time() < give_up and m.direct_get(
+            f"{S}_t_{J}", {"seq": 1, "next_by_subj": f"{S}.t.*.{J}.task.>"}) is None:
+        m.wait(lambda: False, 0.05)
+    done = 0
+    for _ in range(times):
+        answer = m.api("STREAM.PURGE", f"{S}_t_{J}")
+        done += bool(answer and answer.get("success"))
+        m.wait(lambda: False, interval)
+    print(json.dumps({"purges": done}))
+
+
 def leftovers(url, deployment):
     o = connect(url, deployment, "observer")
     named = set()
@@ -149,5 +168,7 @@ def leftovers(url, deployment):
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         run(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    elif sys.argv[1] == "purge":
+        purge(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:
         leftovers(sys.argv[2], sys.argv[3])

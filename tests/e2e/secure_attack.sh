@@ -10,7 +10,9 @@
 #     replaced and refused by the reader's digest check (tampering records in the audit log);
 #     then another job's subjects and streams, purges, the fenced and cells streams and other
 #     roles' replies are refused, and deleting one of its own job's tasks is let through. The
-#     weights are still bitwise the plain run's.
+#     weights are still bitwise the plain run's;
+#  3. a run whose tuple stream is purged 20 times (every tuple lost at once, as a server that
+#     restarts without them): it recovers from the fenced stream and the cells, bitwise.
 # Usage: secure_attack.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
@@ -162,4 +164,19 @@ let_through = [p for p, refused in a["probes"].items() if not refused]
 assert not let_through, f"let through: {let_through}"
 assert a["own_task_deleted"], "deleting a task of its own job (a take) was refused"
 PY
+
+echo "== a secure run whose tuple stream is purged, again and again"
+secure_server purged
+timeout 240 "$acan" train "$work/job.toml" --space "$addr?secure=$dep&chunk_bytes=1024" \
+  --processes 2 --out "$work/purged" > "$work/purged.log" 2>&1 &
+run=$!
+pids+=("$run")
+purged=$(/usr/bin/python3 "$here/attack.py" purge "$addr" "$dep" 20 0.25)
+echo "purger: $purged"
+kill -0 "$run" 2>/dev/null || { echo "FAIL: the run ended before the purges; make it longer" >&2; exit 1; }
+wait "$run" || { echo "FAIL: the purged run failed: $(tail -5 "$work/purged.log")" >&2; exit 1; }
+got=$(weights_of "$work/purged/summary.json")
+echo "plain: $want; purged: $got"
+[[ "$got" == "$want" ]] || { echo "FAIL: the purged run's weights differ from the plain run's" >&2; exit 1; }
+[[ "$purged" == '{"purges": 20}' ]] || { echo "FAIL: the purges were not all made: $purged" >&2; exit 1; }
 echo "PASS"
