@@ -5,7 +5,8 @@
 # with -DCMAKE_CXX_FLAGS=-DACAN_BENCH_SKIP_DIGEST), alternating, ROUNDS pairs. nats:local allows
 # 8 MB a message, so the flagship's values (0.8 MB at most) travel whole and no digest is made;
 # CHUNK_BYTES (default 262144) makes every value over it travel in chunks, each hashed by its
-# writer and its reader. Prints each pair and the median ratio.
+# writer and its reader. Prints each pair, the median ratio of wall times and of the CPU time of
+# every process of the run (user + system, GNU time: less noisy on a shared machine).
 # Usage: [CHUNK_BYTES=N] bench/digest_overhead.sh BUILD_DIR NODIGEST_BUILD_DIR [ROUNDS]
 set -euo pipefail
 with=${1:?usage: $0 BUILD_DIR NODIGEST_BUILD_DIR [ROUNDS]}
@@ -21,22 +22,27 @@ for r in $(seq 1 "$rounds"); do
   for mode in without with; do
     build=$with
     [[ $mode == without ]] && build=$without
-    "$build/src/cli/acan" train "$work/job.toml" --space "$space" --processes 2 \
+    /usr/bin/time -f "%U %S" -o "$work/$mode-$r.cpu" \
+      "$build/src/cli/acan" train "$work/job.toml" --space "$space" --processes 2 \
       --out "$work/$mode-$r" --quiet > "$work/$mode-$r.log" 2>&1
   done
 done
 /usr/bin/python3 - "$work" "$rounds" "$chunk" <<'PY'
 import json, statistics, sys
 work, rounds, chunk = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-ratios, sha = [], set()
+ratios, cpu_ratios, sha = [], [], set()
+cpu = lambda mode, r: sum(map(float, open(f"{work}/{mode}-{r}.cpu").read().split()[-2:]))
 for r in range(1, rounds + 1):
     a = json.load(open(f"{work}/without-{r}/summary.json"))
     b = json.load(open(f"{work}/with-{r}/summary.json"))
     sha |= {a["weights_sha256"], b["weights_sha256"]}
     ratios.append(b["wall_s"] / a["wall_s"])
-    print(f"pair {r}: without the digest {a['wall_s']:.2f} s, with it {b['wall_s']:.2f} s, "
-          f"{ratios[-1]:.3f}x")
+    cpu_ratios.append(cpu("with", r) / cpu("without", r))
+    print(f"pair {r}: without the digest {a['wall_s']:.2f} s ({cpu('without', r):.1f} CPU s), "
+          f"with it {b['wall_s']:.2f} s ({cpu('with', r):.1f} CPU s): {ratios[-1]:.3f}x wall, "
+          f"{cpu_ratios[-1]:.3f}x CPU")
 assert len(sha) == 1, "the runs' weights differ"
 print(f"chunk_bytes={chunk}: with / without the digest, median {statistics.median(ratios):.3f}x "
-      f"over {rounds} pairs (goal 1.02); weights bitwise equal")
+      f"wall, {statistics.median(cpu_ratios):.3f}x CPU (every process of the run) over {rounds} "
+      f"pairs (goal 1.02); weights bitwise equal")
 PY

@@ -1,5 +1,5 @@
 // What the NATS backend decodes from the server's messages (space/nats/wire.h): a tuple's
-// subject, the Nats-Sequence header, the Acan-Chunks header and the reassembly of the chunks it
+// subject, the Nats-Sequence and Nats-Time-Stamp headers, the Acan-Chunks header and the reassembly of the chunks it
 // names. Property: a value reassembles only when its chunks hold exactly its bytes and hash to its
 // SHA-256 digest.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string sequence = in.ConsumeRandomLengthString(32);
   const std::string header = in.ConsumeRandomLengthString(256);
   (void)wire::ParseSequence(sequence);
+  (void)wire::ParseTimeStamp(sequence);
   auto tuple = wire::ParseTupleSubject(subject, max_value);
   if (!tuple.ok()) return 0;
   if (tuple->size > max_value) std::abort();

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <random>
 
 #include "common/kill_point.h"
@@ -27,7 +28,24 @@ std::string NewChunkId() {
   return hex;
 }
 
+// A message's sequence (its Nats-Sequence header), or none.
+std::optional<uint64_t> SequenceOf(natsMsg* msg) {
+  const char* text = nullptr;
+  natsMsgHeader_Get(msg, "Nats-Sequence", &text);
+  auto seq = wire::ParseSequence(text ? text : "");
+  return seq.ok() ? std::optional<uint64_t>(*seq) : std::nullopt;
+}
+
 }  // namespace
+
+Status NatsSpace::FirstOn(const std::string& stream, const std::string& subject,
+                          Deadline deadline, natsMsg** msg, natsStatus* result) const {
+  jsDirectGetMsgOptions dg;
+  jsDirectGetMsgOptions_Init(&dg);
+  dg.Sequence = 1;
+  dg.NextBySubject = subject.c_str();
+  return DirectGet(stream, &dg, deadline, msg, result);
+}
 
 Result<std::string> NatsSpace::PutChunks(const Key& key, const Value& value, Deadline deadline) {
   const std::string_view ns = NatsLayout::NamespaceOf(key);
@@ -72,23 +90,15 @@ Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline,
     // someone who may write chunks of that writer's kind) is not read.
     const std::string subject = layout_.ChunkSubject(head.store.ns, list->writer, list->id, i);
     MsgGuard got;
-    jsDirectGetMsgOptions dg;
-    jsDirectGetMsgOptions_Init(&dg);
-    dg.Sequence = 1;
-    dg.NextBySubject = subject.c_str();
     natsStatus result = NATS_OK;
-    ACAN_RETURN_IF_ERROR(DirectGet(stream, &dg, deadline, &got.msg, &result));
+    ACAN_RETURN_IF_ERROR(FirstOn(stream, subject, deadline, &got.msg, &result));
     if (result != NATS_OK) {
       return Status::DataLoss(fmt::format(
           "space '{}': tuple '{}' is missing chunk {} of {} ({}): the value is torn, not returned",
           uri_, head.key.str(), i, list->count, NatsError(result, 0)));
     }
     if (chunk_seqs != nullptr) {
-      const char* seq_text = nullptr;
-      natsMsgHeader_Get(got.msg, "Nats-Sequence", &seq_text);
-      if (auto seq = wire::ParseSequence(seq_text ? seq_text : ""); seq.ok()) {
-        chunk_seqs->push_back(*seq);
-      }
+      if (auto seq = SequenceOf(got.msg)) chunk_seqs->push_back(*seq);
     }
     Status added =
         value.Add(natsMsg_GetData(got.msg), static_cast<size_t>(natsMsg_GetDataLength(got.msg)));
@@ -125,19 +135,15 @@ void NatsSpace::RemoveChunks(std::string_view ns, const wire::ChunkList& list,
   if (options_.role != "handler" || list.writer == ChunkWriter::kFenced) return;
   if (seqs.empty()) {
     for (size_t i = 0; i < list.count; ++i) {
-      const std::string subject = layout_.ChunkSubject(ns, list.writer, list.id, i);
       MsgGuard got;
-      jsDirectGetMsgOptions dg;
-      jsDirectGetMsgOptions_Init(&dg);
-      dg.Sequence = 1;
-      dg.NextBySubject = subject.c_str();
       natsStatus result = NATS_OK;
-      if (!DirectGet(stream, &dg, NonBlocking(), &got.msg, &result).ok() || result != NATS_OK) {
+      if (!FirstOn(stream, layout_.ChunkSubject(ns, list.writer, list.id, i), NonBlocking(),
+                   &got.msg, &result)
+               .ok() ||
+          result != NATS_OK) {
         continue;
       }
-      const char* seq_text = nullptr;
-      natsMsgHeader_Get(got.msg, "Nats-Sequence", &seq_text);
-      if (auto seq = wire::ParseSequence(seq_text ? seq_text : ""); seq.ok()) seqs.push_back(*seq);
+      if (auto seq = SequenceOf(got.msg)) seqs.push_back(*seq);
     }
   }
   for (uint64_t seq : seqs) {

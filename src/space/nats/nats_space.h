@@ -249,6 +249,9 @@ class NatsSpace final : public Space {
   // failure only leaves garbage behind.
   void RemoveChunks(std::string_view ns, const wire::ChunkList& list, std::vector<uint64_t> seqs);
   void RemoveChunks(const Head& head, std::vector<uint64_t> seqs);
+  // The first message on `subject` in `stream` (a chunk's: its writer's), as DirectGet.
+  Status FirstOn(const std::string& stream, const std::string& subject, Deadline deadline,
+                 natsMsg** msg, natsStatus* result) const;
 
   // Put and PutFenced: `fence` null for a plain put.
   Status PutValue(Key key, Value value, const Fence* fence, Deadline deadline);
