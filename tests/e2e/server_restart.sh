@@ -4,9 +4,13 @@
 # applied the server is SIGKILLed and started again on the same store and port. Every client
 # reconnects on its own (NatsSpace retries a call until its deadline); the run completes with
 # bitwise the weights of the in-process mem: run, and steps are applied after the restart (the
-# handlers took tasks again). Usage: server_restart.sh ACAN_BINARY
+# handlers took tasks again). With storage "memory" the restarted server holds no stream at all:
+# the run's clients make the job's streams again, and the job, its versions gone, is made again
+# from its start by the manager that finds no state (the same bytes: the weights are bitwise the
+# same), or ends naming what is gone. Usage: server_restart.sh ACAN_BINARY [file|memory]
 set -euo pipefail
-acan=${1:?usage: $0 ACAN_BINARY}
+acan=${1:?usage: $0 ACAN_BINARY [file|memory]}
+storage=${2:-file}
 work=$(mktemp -d)
 pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
 source "$(dirname "$0")/small_job.sh"
@@ -20,7 +24,7 @@ want=$(weights_of "$work/mem/summary.json")
 start_nats -1 || fail "nats-server did not report its port"
 port=${url##*:}
 
-"$acan" train "$work/job.toml" --space "$url?storage=file" --processes 2 --out "$work/run" \
+"$acan" train "$work/job.toml" --space "$url?storage=$storage" --processes 2 --out "$work/run" \
   > "$work/train.log" 2>&1 &
 train=$!
 pids+=("$train")

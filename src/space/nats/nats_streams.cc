@@ -269,8 +269,12 @@ Status NatsSpace::EnsureStream(StreamKind kind, std::string_view ns, bool create
   cfg.SubjectsLen = static_cast<int>(subject_list.size());
   // Cells (the audit log's records among them) are on file whatever the tuples' storage: an
   // append-only record survives a restart of the server, and a memory-stored one would hold
-  // every record of a long run in the server's memory (a death and a join for every crash).
-  const bool in_memory = options_.memory_storage && kind != StreamKind::kCells;
+  // every record of a long run in the server's memory (a death and a join for every crash). So
+  // are the fenced tuples and their chunks (the versions, the manager's state, the descriptor,
+  // the lease): what a job is made again from when a memory-storage server that restarted lost
+  // every other tuple (docs/architecture.md, "Forged, and lost all at once").
+  const bool in_memory = options_.memory_storage && kind != StreamKind::kCells &&
+                         kind != StreamKind::kFenced && kind != StreamKind::kFencedChunks;
   cfg.Storage = in_memory ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options_.replicas;
   cfg.AllowDirect = true;
