@@ -2,24 +2,12 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 
 namespace acan::nats::wire {
-
-uint32_t Crc32(const void* data, size_t size, uint32_t crc) {
-  const auto* p = static_cast<const Bytef*>(data);
-  while (size > 0) {
-    auto n = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
-    crc = static_cast<uint32_t>(crc32(crc, p, n));
-    p += n;
-    size -= n;
-  }
-  return crc;
-}
 
 namespace {
 

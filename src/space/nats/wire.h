@@ -21,8 +21,6 @@
 
 namespace acan::nats::wire {
 
-uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0);
-
 // A tuple's subject after the tuple prefix: the value's size and its key.
 struct TupleSubject {
   size_t size = 0;
