@@ -97,8 +97,10 @@ if grep -q "$dep/.*password\|$(cat "$dep/handler.password")" "$work/secure.log" 
   exit 1
 fi
 
-# The audit log of the secure run: the chain holds and ends with its model.
-"$acan" audit verify "$work/secure/audit.jsonl" --model "$work/secure/model.safetensors"
+# The audit log of the secure run: the chain holds, ends with its model, and every record (the
+# supervisor's permission refusals among them) is signed by the deployment's manager.
+"$acan" audit verify "$work/secure/audit.jsonl" --model "$work/secure/model.safetensors" \
+  --ca "$dep/ca.pem"
 refused=$(grep -c '"kind":"permission_refused".*User \\"handler\\"' "$work/secure/audit.jsonl" || true)
 echo "permission refusals in the audit log: $refused"
 [[ $refused -ge 2 ]] || { echo "FAIL: the handler's refused writes are not in the audit log" >&2; exit 1; }
