@@ -216,7 +216,9 @@ class NatsSpace final : public Space {
   // may make them). *exists: whether they are there now (false only without `create`).
   Status EnsureNamespace(std::string_view ns, bool create, bool* exists);
   // Forgets that `ns` has its streams (they vanished), so the next use looks again.
-  void ForgetNamespace(std::string_view ns);
+  void ForgetNamespace(std::string_view ns) const;
+  // The same for the namespace whose stream `stream` is.
+  void ForgetStream(std::string_view stream) const;
   // The namespaces a pattern may match in, each with streams: one, or for a pattern whose first
   // token is a wildcard every one this client may see.
   Result<std::vector<std::string>> NamespacesFor(const Pattern& pattern);
@@ -329,7 +331,8 @@ class NatsSpace final : public Space {
   std::atomic<bool> closed_{false};
 
   mutable std::mutex mu_;
-  std::set<std::string, std::less<>> namespaces_;                   // GUARDED_BY(mu_): with streams
+  // GUARDED_BY(mu_): namespaces with streams (forgotten by const reads that find one gone)
+  mutable std::set<std::string, std::less<>> namespaces_;
   std::unordered_map<std::string, std::unique_ptr<Watch>> watches_;  // GUARDED_BY(mu_)
   std::vector<std::unique_ptr<PutWatch>> put_watches_;               // GUARDED_BY(mu_)
   std::atomic<uint64_t> watch_chunked_{0};

@@ -340,9 +340,15 @@ Status NatsSpace::EnsureNamespace(std::string_view ns, bool create, bool* exists
   return Status::Ok();
 }
 
-void NatsSpace::ForgetNamespace(std::string_view ns) {
+void NatsSpace::ForgetNamespace(std::string_view ns) const {
   std::lock_guard lock(mu_);
   if (auto it = namespaces_.find(ns); it != namespaces_.end()) namespaces_.erase(it);
+}
+
+void NatsSpace::ForgetStream(std::string_view stream) const {
+  for (StreamKind kind : kStreamKinds) {
+    if (auto ns = layout_.NamespaceOfStream(kind, stream)) ForgetNamespace(*ns);
+  }
 }
 
 Result<std::vector<std::string>> NatsSpace::AllNamespaces() const {
@@ -450,6 +456,9 @@ Status NatsSpace::DirectGet(const std::string& stream, jsDirectGetMsgOptions* op
       jsStreamInfo* si = nullptr;
       if (js_GetStreamInfo(&si, js_, stream.c_str(), nullptr, &jerr) == NATS_NOT_FOUND) {
         *result = NATS_NOT_FOUND;
+        // Looked up again by the next call, which then reads nothing at once (a write makes the
+        // streams again) instead of waiting out a request here each time.
+        ForgetStream(stream);
       }
       jsStreamInfo_Destroy(si);
     }
