@@ -1,7 +1,7 @@
 // What the NATS backend decodes from the server's messages (space/nats/wire.h): a tuple's
-// subject, the Nats-Sequence and Nats-Time-Stamp headers, the Acan-Chunks header and the reassembly of the chunks it
-// names. Property: a value reassembles only when its chunks hold exactly its bytes and hash to its
-// SHA-256 digest.
+// subject, the Nats-Sequence and Nats-Time-Stamp headers, the Acan-Chunks header and the reassembly
+// of the chunks it names. Property: a value reassembles only when its chunks hold exactly its bytes
+// and hash to its SHA-256 digest.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdlib>

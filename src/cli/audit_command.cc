@@ -32,8 +32,8 @@ struct AuditArgs {
 // 2 when the space cannot be read.
 int CompareWithSpace(const AuditArgs& a, const std::vector<std::string>& lines) {
   auto options = JobSpaceOptions(a.job);
-  auto space = options.ok() ? OpenSpace(a.space, *options) : Result<std::unique_ptr<Space>>(
-                                                                 options.status());
+  auto space = options.ok() ? OpenSpace(a.space, *options)
+                            : Result<std::unique_ptr<Space>>(options.status());
   Result<std::vector<std::string>> kept =
       space.ok() ? runtime::ReadAuditChain(space->get(), runtime::Layout(a.job))
                  : Result<std::vector<std::string>>(space.status());
@@ -47,9 +47,9 @@ int CompareWithSpace(const AuditArgs& a, const std::vector<std::string>& lines) 
                  "acan audit verify: %s:%zu: %s the copy of job '%s''s chain in the space (%zu "
                  "records there, %zu in the file)\n",
                  a.file.c_str(), i + 1,
-                 i >= lines.size()     ? "the file ends before"
-                 : i >= kept->size()   ? "the file has a record beyond"
-                                       : "this record differs from",
+                 i >= lines.size()   ? "the file ends before"
+                 : i >= kept->size() ? "the file has a record beyond"
+                                     : "this record differs from",
                  a.job.c_str(), kept->size(), lines.size());
     return 1;
   }
@@ -66,9 +66,10 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   verify->add_option("file", a->file, "RUN_DIR/audit.jsonl")->required()->check(CLI::ExistingFile);
   verify->add_option("--model", a->model, "The run's model.safetensors: must be the job_end's")
       ->check(CLI::ExistingFile);
-  verify->add_option("--ca", a->ca,
-                     "A secure deployment's ca.pem: every record must be signed by a manager "
-                     "certificate it issued")
+  verify
+      ->add_option("--ca", a->ca,
+                   "A secure deployment's ca.pem: every record must be signed by a manager "
+                   "certificate it issued")
       ->check(CLI::ExistingFile);
   verify->add_option("--space", a->space,
                      "The job's space (e.g. tls://HOST:PORT?secure=DIR&role=observer): the file "
@@ -91,7 +92,8 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
         return;
       }
       options.model_sha256 = nn::TensorsSha256(*tensors);  // what nn::ModelSha256 hashes
-      for (const auto& [name, t] : *tensors) options.tensor_sha256[name] = nn::FloatsSha256({t.data});
+      for (const auto& [name, t] : *tensors)
+        options.tensor_sha256[name] = nn::FloatsSha256({t.data});
     }
     const runtime::AuditVerdict v = runtime::VerifyAuditLines(*lines, options);
     if (!v.ok) {
@@ -107,8 +109,8 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
     std::string kinds;
     for (const auto& [kind, n] : v.kinds)
       kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, kind);
-    std::printf("%s: %lld records, the chain holds (%s)%s%s; final model %s%s\n",
-                a->file.c_str(), static_cast<long long>(v.records), kinds.c_str(),
+    std::printf("%s: %lld records, the chain holds (%s)%s%s; final model %s%s\n", a->file.c_str(),
+                static_cast<long long>(v.records), kinds.c_str(),
                 a->ca.empty() ? "" : ", every record signed by the deployment's manager",
                 a->space.empty() ? "" : ", the same as the space's copy",
                 v.final_model_sha256.substr(0, 16).c_str(),

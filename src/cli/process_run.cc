@@ -248,26 +248,24 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
     // subscription a class: libnats delivers each on its own thread, so the accounts do not rely
     // on the order across classes (a claim seen after its task's report is ignored).
     for (const char* what : {".task.>", ".claim.>", ".done.>", ".u.>", ".p.>", ".m.state"}) {
-      Status s =
-          watched->WatchPuts(Pattern::Parse(std::string(kJobId) + what).value(),
-                             [&oracle, &account, &shown, &stall, &layout](const Key& key,
-                                                                          const Value& value) {
-                               oracle.OnPut(key, value);
-                               account.OnPut(key, value);
-                               if (shown) shown->OnPut(key, value);
-                               if (key == layout.ManagerState()) {
-                                 auto p = runtime::Progress::FromJson(value.AsString());
-                                 if (p.ok()) {
-                                   double longest_ns = 0;
-                                   for (const auto& [cls, ns] : p->task_ns) {
-                                     longest_ns = std::max(longest_ns, ns);
-                                   }
-                                   // A timeout is a few times a task's mean time.
-                                   stall.OnStep(p->next_step, std::chrono::nanoseconds(
-                                                                  int64_t(4 * longest_ns)));
-                                 }
-                               }
-                             });
+      Status s = watched->WatchPuts(
+          Pattern::Parse(std::string(kJobId) + what).value(),
+          [&oracle, &account, &shown, &stall, &layout](const Key& key, const Value& value) {
+            oracle.OnPut(key, value);
+            account.OnPut(key, value);
+            if (shown) shown->OnPut(key, value);
+            if (key == layout.ManagerState()) {
+              auto p = runtime::Progress::FromJson(value.AsString());
+              if (p.ok()) {
+                double longest_ns = 0;
+                for (const auto& [cls, ns] : p->task_ns) {
+                  longest_ns = std::max(longest_ns, ns);
+                }
+                // A timeout is a few times a task's mean time.
+                stall.OnStep(p->next_step, std::chrono::nanoseconds(int64_t(4 * longest_ns)));
+              }
+            }
+          });
       if (!s.ok()) return Fail(s);
     }
   }

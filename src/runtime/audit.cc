@@ -339,9 +339,9 @@ AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
           !r["signer"].is_string()) {
         return bad(line, "unsigned: a secure deployment's manager signs every record");
       }
-      Status signed_by = VerifyAuditSignature(options.ca_file, r["hash"].get<std::string>(),
-                                              r["signer"].get<std::string>(),
-                                              r["sig"].get<std::string>());
+      Status signed_by =
+          VerifyAuditSignature(options.ca_file, r["hash"].get<std::string>(),
+                               r["signer"].get<std::string>(), r["sig"].get<std::string>());
       if (signed_by.code() == StatusCode::kInvalidArgument) return bad(0, signed_by.message());
       if (!signed_by.ok()) return bad(line, "not signed by the deployment: " + signed_by.message());
     }
@@ -381,10 +381,10 @@ AuditVerdict VerifyAuditLines(const std::vector<std::string>& lines,
       if (in_model == options.tensor_sha256.end()) {
         named += fmt::format("; tensor '{}' (shard '{}') is missing", name, shard);
       } else if (in_model->second != final_version->second) {
-        named += fmt::format("; tensor '{}' is not shard '{}''s final version (SHA-256 {}, the "
-                             "job_end's {})",
-                             name, shard, in_model->second.substr(0, 16),
-                             final_version->second.substr(0, 16));
+        named += fmt::format(
+            "; tensor '{}' is not shard '{}''s final version (SHA-256 {}, the "
+            "job_end's {})",
+            name, shard, in_model->second.substr(0, 16), final_version->second.substr(0, 16));
       }
     }
     return bad(v.records, fmt::format("the model's SHA-256 is {}, the job_end record's final "

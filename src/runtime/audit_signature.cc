@@ -24,8 +24,8 @@ std::string SslError() {
 
 std::string Base64(const unsigned char* data, size_t n) {
   std::string out(4 * ((n + 2) / 3) + 1, '\0');
-  const int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data,
-                                  static_cast<int>(n));
+  const int len =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(n));
   out.resize(static_cast<size_t>(std::max(len, 0)));
   return out;
 }
@@ -116,22 +116,20 @@ Status VerifyAuditSignature(const std::string& ca_file, std::string_view hash,
   const unsigned char* p = der->data();
   X509Ptr cert(d2i_X509(nullptr, &p, static_cast<long>(der->size())), X509_free);
   if (!cert) return Status::DataLoss("its signer is not a certificate");
-  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(),
-                                                               X509_STORE_free);
+  std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
   if (X509_STORE_load_file(store.get(), ca_file.c_str()) != 1) {
     ERR_clear_error();
     return Status::InvalidArgument(fmt::format("'{}' is not a CA certificate file", ca_file));
   }
   std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
-                                                                     X509_STORE_CTX_free);
+                                                                      X509_STORE_CTX_free);
   X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr);
   X509_STORE_CTX_set_flags(ctx.get(), X509_V_FLAG_NO_CHECK_TIME);
   if (X509_verify_cert(ctx.get()) != 1) {
     const int err = X509_STORE_CTX_get_error(ctx.get());
     ERR_clear_error();
-    return Status::PermissionDenied(
-        fmt::format("its signer's certificate is not the CA's: {}",
-                    X509_verify_cert_error_string(err)));
+    return Status::PermissionDenied(fmt::format("its signer's certificate is not the CA's: {}",
+                                                X509_verify_cert_error_string(err)));
   }
   char cn[256] = "";
   X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, cn, sizeof cn);
@@ -143,8 +141,7 @@ Status VerifyAuditSignature(const std::string& ca_file, std::string_view hash,
   if (!raw) return Status::DataLoss("it has no signature (base64)");
   EVP_MD_CTX* md = EVP_MD_CTX_new();
   const bool ok =
-      EVP_DigestVerifyInit(md, nullptr, EVP_sha256(), nullptr, X509_get0_pubkey(cert.get())) ==
-          1 &&
+      EVP_DigestVerifyInit(md, nullptr, EVP_sha256(), nullptr, X509_get0_pubkey(cert.get())) == 1 &&
       EVP_DigestVerify(md, raw->data(), raw->size(),
                        reinterpret_cast<const unsigned char*>(hash.data()), hash.size()) == 1;
   EVP_MD_CTX_free(md);

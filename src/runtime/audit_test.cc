@@ -5,13 +5,11 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
-
-#include <filesystem>
 
 #include "acan/space.h"
 #include "space/nats/secure.h"

@@ -144,8 +144,8 @@ class TamperTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TamperTest, RefusedValuesAreMadeAgainNeverUsed) {
   const uint64_t seed = SeedOr(11);
-  SCOPED_TRACE(fmt::format("{} tampered, seed {} (ACAN_FAULT_SEED={} replays it)", GetParam(),
-                           seed, seed));
+  SCOPED_TRACE(
+      fmt::format("{} tampered, seed {} (ACAN_FAULT_SEED={} replays it)", GetParam(), seed, seed));
   for (const char* strategy : {"data", "tiles"}) {
     SCOPED_TRACE(strategy);
     JobConfig job = Job(strategy, 4, 64);
@@ -171,16 +171,16 @@ TEST_P(TamperTest, RefusedValuesAreMadeAgainNeverUsed) {
       records += line.find("\"kind\":\"tampering\"") != std::string::npos;
     }
     EXPECT_EQ(records, r->progress.tampered);
-    std::printf("[ tamper   ] %-10s %-6s tampered %3lld, refused by the manager %3lld, "
-                "retransmitted %3lld\n",
-                GetParam(), strategy, static_cast<long long>(counts->tampered.load()),
-                static_cast<long long>(r->progress.tampered),
-                static_cast<long long>(r->progress.retransmitted));
+    std::printf(
+        "[ tamper   ] %-10s %-6s tampered %3lld, refused by the manager %3lld, "
+        "retransmitted %3lld\n",
+        GetParam(), strategy, static_cast<long long>(counts->tampered.load()),
+        static_cast<long long>(r->progress.tampered),
+        static_cast<long long>(r->progress.retransmitted));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(HandlerValues, TamperTest,
-                         ::testing::Values("job.t.>", "job.u.>"),
+INSTANTIATE_TEST_SUITE_P(HandlerValues, TamperTest, ::testing::Values("job.t.>", "job.u.>"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param) == "job.t.>" ? "step_tensors"
                                                                        : "proposals";

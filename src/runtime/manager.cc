@@ -358,8 +358,8 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool specul
     // no marker takes its outputs back as a late copy's. The marker comes back first.
     ACAN_ASSIGN_OR_RETURN(auto open, space_->Read(layout_.StepOpen(st.step)));
     if (!open.has_value()) {
-      spdlog::warn("manager {}: step {}'s marker is gone from the space: put again",
-                   options_.owner, st.step);
+      spdlog::warn("manager {}: step {}'s marker is gone from the space: put again", options_.owner,
+                   st.step);
       ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(st.step), Value()));
     }
     progress_.retransmitted++;
@@ -473,9 +473,8 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
           fmt::format("task '{}' reports a missing input '{}', not a key of '{}'", t.spec.key, text,
                       layout_.job()));
     }
-    ACAN_ASSIGN_OR_RETURN(auto present, parsed->kind == KeyKind::kState
-                                            ? space_->Read(*key)
-                                            : ReadOutput(*key));
+    ACAN_ASSIGN_OR_RETURN(auto present,
+                          parsed->kind == KeyKind::kState ? space_->Read(*key) : ReadOutput(*key));
     if (present.has_value()) continue;  // it landed late: sending the task again is enough
     if (parsed->kind == KeyKind::kState) {
       // Every copy reads the version its first copy read, kept until the step is complete:
@@ -519,13 +518,6 @@ Result<std::optional<Tuple>> Manager::ReadOutput(const Key& key) {
   RecordTampering(key, read.status());
   (void)space_->Take(key, 1, Deadline::Now());  // refused again, and gone
   return std::optional<Tuple>();
-}
-
-void Manager::RecordTampering(const Key& key, const Status& status) {
-  progress_.tampered++;
-  spdlog::error("manager {}: '{}' is refused and made again: {}", options_.owner, key.str(),
-                status.message());
-  if (audit_) audit_->Append("tampering", {{"key", key.str()}, {"what", status.message()}});
 }
 
 // A task that completed is needed again: an output of it was lost.
@@ -885,62 +877,6 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     }
   }
   return AuditEnd();
-}
-
-Status Manager::AuditLease() {
-  audit_ = std::make_unique<AuditLog>(raw_space_, &layout_, options_.owner, options_.audit_signer);
-  // The versions as this manager finds them, hashed: what a predecessor applied after its last
-  // record is in the chain from here.
-  std::vector<std::tuple<std::string, int64_t, Value>> found;
-  for (const auto& [shard, v] : versions_.versions()) {
-    ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(shard, v)));
-    if (t.has_value()) found.emplace_back(shard, v, t->value);
-  }
-  audited_step_ticket_ = audit_->AppendVersions("lease",
-                                                {{"lease_revision", lease_.revision()},
-                                                 {"takeover", progress_.next_step > 0},
-                                                 {"next_step", progress_.next_step}},
-                                                std::move(found));
-  return Status::Ok();
-}
-
-Status Manager::AuditHandler(int handler) {
-  if (!audit_) return Status::Ok();
-  // A notice says handler `handler` came back or went: its alive tuple says which.
-  ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
-  if (alive.has_value()) {
-    auto v = alive->value.As<int64_t>();
-    audit_->Append("handler_joined",
-                   {{"handler", handler}, {"incarnation", v.size() == 1 ? v[0] : int64_t{0}}});
-  } else {
-    audit_->Append("handler_left", {{"handler", handler}});
-  }
-  return Status::Ok();
-}
-
-Status Manager::AuditEnd() {
-  if (!audit_ || !progress_.finished) return Status::Ok();
-  ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan_, progress_.total_steps));
-  // Every shard's final version, hashed: a model altered after the fact is named tensor by
-  // tensor (acan audit verify --model).
-  std::vector<std::tuple<std::string, int64_t, Value>> finals;
-  nlohmann::json tensors = nlohmann::json::object();
-  for (const nn::ShardSpec& s : plan_->shards()) {
-    tensors[s.key] = s.name;
-    for (const std::string& key : {s.key, s.momentum_key}) {
-      if (key.empty()) continue;
-      const int64_t v = versions_.Current(key);
-      ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(key, v)));
-      if (t.has_value()) finals.emplace_back(key, v, t->value);
-    }
-  }
-  audit_->AppendVersions("job_end",
-                         {{"final_model_sha256", nn::ModelSha256(model)},
-                          {"steps", progress_.total_steps},
-                          {"versions_applied", progress_.versions_applied},
-                          {"tensors", std::move(tensors)}},
-                         std::move(finals));
-  return audit_->Flush();
 }
 
 // Steps in flight, plus one admitted ahead: its inputs are in the space and its tasks built

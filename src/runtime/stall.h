@@ -44,10 +44,10 @@ class StallWatch {
 
   const Clock::duration floor_;
   mutable std::mutex mu_;
-  Clock::time_point last_;           // GUARDED_BY(mu_)
-  Clock::time_point next_report_;    // GUARDED_BY(mu_)
-  Clock::duration longest_{};        // GUARDED_BY(mu_)
-  int64_t next_step_ = 0;            // GUARDED_BY(mu_)
+  Clock::time_point last_;         // GUARDED_BY(mu_)
+  Clock::time_point next_report_;  // GUARDED_BY(mu_)
+  Clock::duration longest_{};      // GUARDED_BY(mu_)
+  int64_t next_step_ = 0;          // GUARDED_BY(mu_)
 };
 
 }  // namespace acan::runtime

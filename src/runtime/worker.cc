@@ -264,8 +264,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   ACAN_ASSIGN_OR_RETURN(runtime::Layout layout, JobLayout(options.job_id));
   std::shared_ptr<const runtime::AuditSigner> signer;
   if (!options.audit_key_file.empty() || !options.audit_cert_file.empty()) {
-    ACAN_ASSIGN_OR_RETURN(signer, runtime::AuditSigner::Load(options.audit_key_file,
-                                                             options.audit_cert_file));
+    ACAN_ASSIGN_OR_RETURN(
+        signer, runtime::AuditSigner::Load(options.audit_key_file, options.audit_cert_file));
   }
   // The kill-point test hook (common/kill_point.h), for the managers it names ("any": all).
   if (const char* target = std::getenv("ACAN_TEST_KILL_MANAGER");

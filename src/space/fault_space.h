@@ -4,10 +4,10 @@
 // Reads and takes pass through, except that a tampered tuple is never returned: as the NATS
 // space does with a chunked value whose chunks are not its writer's, a read of it fails with a
 // DataLoss that IsTampered() recognises, and a take removes it and fails the same way (a pouch
-// keeps the others). A cell swap, which the caller waits for, is hit as such a call would be: a drop loses
-// the request (not applied, Unavailable), a duplicate loses the answer (applied, Unavailable),
-// a delay or a reorder holds it back `delay_by` before it is applied (nothing overtakes a call
-// its caller waits for).
+// keeps the others). A cell swap, which the caller waits for, is hit as such a call would be: a
+// drop loses the request (not applied, Unavailable), a duplicate loses the answer (applied,
+// Unavailable), a delay or a reorder holds it back `delay_by` before it is applied (nothing
+// overtakes a call its caller waits for).
 //
 // Replayable: whether the n-th put of a key is hit, and how, is a function of (seed, key, n)
 // alone, not of the order in which threads reach the wrapper, so a seed gives the same faults on
@@ -118,7 +118,7 @@ class FaultSpace final : public SpaceWrapper {
   std::condition_variable delayed_cv_;
   bool closing_ = false;  // GUARDED_BY(mu_)
   // The values stored tampered, kept alive so that their buffers are not reused by later puts.
-  std::vector<Value> tampered_;                      // GUARDED_BY(mu_)
+  std::vector<Value> tampered_;                       // GUARDED_BY(mu_)
   std::unordered_set<const std::byte*> tampered_at_;  // GUARDED_BY(mu_)
   std::thread delivery_;
 };

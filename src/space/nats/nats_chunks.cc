@@ -38,8 +38,8 @@ std::optional<uint64_t> SequenceOf(natsMsg* msg) {
 
 }  // namespace
 
-Status NatsSpace::FirstOn(const std::string& stream, const std::string& subject,
-                          Deadline deadline, natsMsg** msg, natsStatus* result) const {
+Status NatsSpace::FirstOn(const std::string& stream, const std::string& subject, Deadline deadline,
+                          natsMsg** msg, natsStatus* result) const {
   jsDirectGetMsgOptions dg;
   jsDirectGetMsgOptions_Init(&dg);
   dg.Sequence = 1;
@@ -83,7 +83,8 @@ Result<Value> NatsSpace::LoadValue(const Head& head, Deadline deadline,
     return Status::DataLoss(
         fmt::format("space '{}': tuple '{}': {}", uri_, head.key.str(), list.status().message()));
   }
-  const std::string stream = layout_.StreamName(NatsLayout::ChunkStream(list->writer), head.store.ns);
+  const std::string stream =
+      layout_.StreamName(NatsLayout::ChunkStream(list->writer), head.store.ns);
   wire::ChunkAssembler value(*list, head.size);
   for (size_t i = 0; i < list->count; ++i) {
     // The first message on the chunk's subject: its writer's. One written there later (by

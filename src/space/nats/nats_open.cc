@@ -95,8 +95,9 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
     bool known = false;
     for (std::string_view r : kSecureRoles) known = known || r == role;
     if (!known) {
-      return Status::InvalidArgument(fmt::format(
-          "space URI '{}': role='{}' is not a role (manager, handler or observer)", uri.text, role));
+      return Status::InvalidArgument(
+          fmt::format("space URI '{}': role='{}' is not a role (manager, handler or observer)",
+                      uri.text, role));
     }
   }
   if (!secure_dir.empty()) {

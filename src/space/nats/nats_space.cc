@@ -136,17 +136,17 @@ Status NatsSpace::PutValue(Key key, Value value, const Fence* fence, Deadline de
     if (fence != nullptr) {
       return done(PublishFenced(key, subject, value, nullptr, *fence, deadline));
     }
-    return done(Publish(subject, value.data(), size, nullptr, deadline, nullptr, nullptr, nullptr,
-                        ns));
+    return done(
+        Publish(subject, value.data(), size, nullptr, deadline, nullptr, nullptr, nullptr, ns));
   }
   // Chunks first, then the tuple that names them: a reader sees the tuple only once every chunk
   // is stored, and a put cut short leaves no tuple behind.
   auto header = PutChunks(key, value, deadline);
   if (!header.ok()) return done(header.status());
-  Status s = fence != nullptr
-                 ? PublishFenced(key, subject, Value(), header->c_str(), *fence, deadline)
-                 : Publish(subject, nullptr, 0, header->c_str(), deadline, nullptr, nullptr,
-                           nullptr, ns);
+  Status s =
+      fence != nullptr
+          ? PublishFenced(key, subject, Value(), header->c_str(), *fence, deadline)
+          : Publish(subject, nullptr, 0, header->c_str(), deadline, nullptr, nullptr, nullptr, ns);
   if (!s.ok()) {
     // Refused or failed: its chunks would be garbage.
     if (auto list = wire::ParseChunkList(*header, size, max_payload_); list.ok()) {
@@ -244,7 +244,7 @@ Result<std::vector<NatsSpace::Cursor>> NatsSpace::CursorsFor(const Pattern& patt
 }
 
 Result<std::optional<NatsSpace::Head>> NatsSpace::NextMatch(std::vector<Cursor>& cursors,
-                                                             Deadline deadline) {
+                                                            Deadline deadline) {
   Cursor* oldest = nullptr;
   for (Cursor& c : cursors) {
     if (c.done) continue;

@@ -163,8 +163,8 @@ class NatsSpace final : public Space {
     uint64_t seq = 0;
     Key key;
     size_t size = 0;
-    std::string chunks;  // the Acan-Chunks header; empty for an inline value
-    Value value;         // an inline value
+    std::string chunks;     // the Acan-Chunks header; empty for an inline value
+    Value value;            // an inline value
     int64_t stored_ns = 0;  // when the server stored it (its streams' common order)
   };
   // Where a look for a pattern's matches stands in one store.
@@ -326,7 +326,7 @@ class NatsSpace final : public Space {
   // The shortest de-duplication window of the streams seen (this client's own `dedupe_ms` at
   // first).
   std::chrono::nanoseconds dedupe_window_{0};  // GUARDED_BY(mu_)
-  std::string client_id_;  // unique per space object: message ids
+  std::string client_id_;                      // unique per space object: message ids
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> closed_{false};
 

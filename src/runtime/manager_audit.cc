@@ -1,0 +1,76 @@
+// Manager: what it records in the job's audit log (runtime/audit.h): the lease it took and the
+// versions it found, handlers joining and leaving, refused (tampered) outputs, the job's end with
+// every shard's final version. See manager.h.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "nn/model.h"
+#include "runtime/manager.h"
+#include "runtime/version_store.h"
+
+namespace acan::runtime {
+
+void Manager::RecordTampering(const Key& key, const Status& status) {
+  progress_.tampered++;
+  spdlog::error("manager {}: '{}' is refused and made again: {}", options_.owner, key.str(),
+                status.message());
+  if (audit_) audit_->Append("tampering", {{"key", key.str()}, {"what", status.message()}});
+}
+
+Status Manager::AuditLease() {
+  audit_ = std::make_unique<AuditLog>(raw_space_, &layout_, options_.owner, options_.audit_signer);
+  // The versions as this manager finds them, hashed: what a predecessor applied after its last
+  // record is in the chain from here.
+  std::vector<std::tuple<std::string, int64_t, Value>> found;
+  for (const auto& [shard, v] : versions_.versions()) {
+    ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(shard, v)));
+    if (t.has_value()) found.emplace_back(shard, v, t->value);
+  }
+  audited_step_ticket_ = audit_->AppendVersions("lease",
+                                                {{"lease_revision", lease_.revision()},
+                                                 {"takeover", progress_.next_step > 0},
+                                                 {"next_step", progress_.next_step}},
+                                                std::move(found));
+  return Status::Ok();
+}
+
+Status Manager::AuditHandler(int handler) {
+  if (!audit_) return Status::Ok();
+  // A notice says handler `handler` came back or went: its alive tuple says which.
+  ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
+  if (alive.has_value()) {
+    auto v = alive->value.As<int64_t>();
+    audit_->Append("handler_joined",
+                   {{"handler", handler}, {"incarnation", v.size() == 1 ? v[0] : int64_t{0}}});
+  } else {
+    audit_->Append("handler_left", {{"handler", handler}});
+  }
+  return Status::Ok();
+}
+
+Status Manager::AuditEnd() {
+  if (!audit_ || !progress_.finished) return Status::Ok();
+  ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan_, progress_.total_steps));
+  // Every shard's final version, hashed: a model altered after the fact is named tensor by
+  // tensor (acan audit verify --model).
+  std::vector<std::tuple<std::string, int64_t, Value>> finals;
+  nlohmann::json tensors = nlohmann::json::object();
+  for (const nn::ShardSpec& s : plan_->shards()) {
+    tensors[s.key] = s.name;
+    for (const std::string& key : {s.key, s.momentum_key}) {
+      if (key.empty()) continue;
+      const int64_t v = versions_.Current(key);
+      ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(key, v)));
+      if (t.has_value()) finals.emplace_back(key, v, t->value);
+    }
+  }
+  audit_->AppendVersions("job_end",
+                         {{"final_model_sha256", nn::ModelSha256(model)},
+                          {"steps", progress_.total_steps},
+                          {"versions_applied", progress_.versions_applied},
+                          {"tensors", std::move(tensors)}},
+                         std::move(finals));
+  return audit_->Flush();
+}
+
+}  // namespace acan::runtime
