@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages acan needs, only those that are missing.
 #   scripts/install-deps.sh          to build, test and run acan
-#   scripts/install-deps.sh --tests  also what the tests use: Prometheus (promtool), chromium, tcpdump
+#   scripts/install-deps.sh --tests  also what the tests use: Prometheus (promtool), chromium, tcpdump,
+#                                    NumPy (the independent reference, tests/e2e/numpy_reference.py)
 #   scripts/install-deps.sh --sanitize  the tests' and clang 14 with libFuzzer (scripts/test-sanitize.sh)
 #   scripts/install-deps.sh --bench  also PyTorch, for the comparison scripts in bench/
 set -euo pipefail
@@ -11,8 +12,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git python3
       libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev dataset-fashion-mnist
       libjs-chart.js)
 case "${1:-}" in
-  --tests) pkgs+=(prometheus chromium tcpdump) ;;  # promtool, Prometheus, a browser, captures
-  --sanitize) pkgs+=(prometheus chromium tcpdump clang libclang-rt-14-dev) ;;  # + the fuzz build
+  --tests) pkgs+=(prometheus chromium tcpdump python3-numpy) ;;  # promtool, Prometheus, a browser, captures, NumPy
+  --sanitize) pkgs+=(prometheus chromium tcpdump python3-numpy clang libclang-rt-14-dev) ;;  # + the fuzz build
   --bench) pkgs+=(python3-torch) ;;
 esac
 missing=()

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "acan/space.h"
+#include "nn/safetensors.h"
 #include "space/nats/secure.h"
 
 namespace acan::runtime {
@@ -172,6 +173,54 @@ TEST(AuditLogTest, EveryKindOfTamperingIsFoundAtItsLine) {
   expect_bad(good, 8, "the job_end record's final model", std::string(64, 'b'));
   EXPECT_TRUE(VerifyAuditLines(good, {std::string(64, 'a')}).ok);
   expect_bad({}, 0, "no records");
+}
+
+// The model checked against the job_end, tensor by tensor (acan audit verify --model): the run's
+// own model holds; a model with one tensor altered is refused, and that tensor alone is named; a
+// model without a tensor names it as missing.
+TEST(AuditLogTest, AnAlteredModelIsRefusedNamingTheTensor) {
+  const std::vector<float> weight = {0.25f, -1.5f, 3.0f, 0.125f}, bias = {0.5f, -0.75f};
+  auto space = NewSpace();
+  const Layout layout("job");
+  {
+    AuditLog log(space.get(), &layout, "m0");
+    log.Append("job_start", {{"config_sha256", std::string(64, 'c')}});
+    log.AppendVersions(
+        "job_end",
+        {{"final_model_sha256", std::string(64, 'a')},
+         {"tensors", {{"l0.w", "layers.0.weight"}, {"l0.b", "layers.0.bias"}}}},
+        {{"l0.w", 3, Value::FromVector(weight)}, {"l0.b", 3, Value::FromVector(bias)}});
+    ASSERT_TRUE(log.Flush().ok());
+  }
+  const auto lines = ReadAuditChain(space.get(), layout).value();
+  // What acan audit verify --model passes: the model's hash and each tensor's.
+  auto model = [](const std::string& sha,
+                  std::vector<std::pair<std::string, std::vector<float>>> tensors) {
+    AuditVerifyOptions o;
+    o.model_sha256 = sha;
+    for (const auto& [name, data] : tensors) o.tensor_sha256[name] = nn::FloatsSha256({data});
+    return o;
+  };
+  AuditVerdict v = VerifyAuditLines(
+      lines, model(std::string(64, 'a'), {{"layers.0.weight", weight}, {"layers.0.bias", bias}}));
+  EXPECT_TRUE(v.ok) << v.line << ": " << v.problem;
+
+  std::vector<float> altered = weight;
+  altered[2] = 3.0001f;
+  v = VerifyAuditLines(
+      lines, model(std::string(64, 'b'), {{"layers.0.weight", altered}, {"layers.0.bias", bias}}));
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.line, 2);
+  EXPECT_NE(v.problem.find("tensor 'layers.0.weight' is not shard 'l0.w''s final version"),
+            std::string::npos)
+      << v.problem;
+  EXPECT_EQ(v.problem.find("layers.0.bias"), std::string::npos) << v.problem;
+
+  v = VerifyAuditLines(lines, model(std::string(64, 'b'), {{"layers.0.weight", weight}}));
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.problem.find("tensor 'layers.0.bias' (shard 'l0.b') is missing"), std::string::npos)
+      << v.problem;
+  EXPECT_EQ(v.problem.find("layers.0.weight"), std::string::npos) << v.problem;
 }
 
 }  // namespace

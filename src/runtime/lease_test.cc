@@ -1,11 +1,14 @@
-// The lease on its own, against mem: (leases of tens of milliseconds) and, for the swap the
-// server checks, against a real nats-server.
+// The lease on its own, against mem: on a clock the test moves (ManualEnv), so that no check
+// depends on how fast the machine is; a race of real threads that ends when every standby has
+// decided; and, for the swap the server checks, against a real nats-server.
 #include "runtime/lease.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "space/nats/local_server.h"
@@ -34,27 +37,32 @@ struct LeaseTest : ::testing::Test {
 };
 
 TEST_F(LeaseTest, AFreeLeaseIsTakenAndRenewed) {
-  Lease a(space.get(), kKey, "a", 60ms);
+  ManualEnv env;
+  Lease a(space.get(), kKey, "a", 60ms, &env);
   ASSERT_TRUE(a.Acquire(stop).ok());
   EXPECT_FALSE(a.took_over());
   EXPECT_EQ(Now().owner, "a");
   EXPECT_EQ(a.revision(), Revision());
-  EXPECT_TRUE(a.Keep().ok());  // not due yet: nothing to do
-  std::this_thread::sleep_for(25ms);
+  const uint64_t taken = a.revision();
+  env.Advance(19ms);
+  EXPECT_TRUE(a.Keep().ok());  // not a third of the lease yet: nothing to do
+  EXPECT_EQ(a.revision(), taken);
+  env.Advance(1ms);
   const int64_t before = Now().expires_ms;
-  const uint64_t revision = a.revision();
   EXPECT_TRUE(a.Keep().ok());  // a third has passed: renewed
-  EXPECT_GT(Now().expires_ms, before);
-  EXPECT_GT(a.revision(), revision);
+  EXPECT_EQ(Now().expires_ms, before + 20);
+  EXPECT_GT(a.revision(), taken);
+  EXPECT_EQ(a.revision(), Revision());
 }
 
 TEST_F(LeaseTest, AStandbyWaitsForTheLeaseToLapseAndTheOldHolderFindsOut) {
-  Lease a(space.get(), kKey, "a", 60ms);
-  Lease b(space.get(), kKey, "b", 60ms);
+  ManualEnv env;
+  Lease a(space.get(), kKey, "a", 60ms, &env);
+  Lease b(space.get(), kKey, "b", 60ms, &env);
   ASSERT_TRUE(a.Acquire(stop).ok());
-  const auto start = Clock::now();
+  const auto start = env.Now();
   ASSERT_TRUE(b.Acquire(stop).ok());  // a never renews: b gets it once it lapses
-  EXPECT_GE(Clock::now() - start, 50ms);
+  EXPECT_GT(env.Now() - start, 60ms);
   EXPECT_TRUE(b.took_over());
   EXPECT_EQ(Now().owner, "b");
   const uint64_t revision = Revision();
@@ -68,11 +76,14 @@ TEST_F(LeaseTest, AStandbyWaitsForTheLeaseToLapseAndTheOldHolderFindsOut) {
 // A holder paused past its lease, when no one took it meanwhile, renews it: the revision it last
 // wrote is still the cell's, so no one else can hold it.
 TEST_F(LeaseTest, AHolderPausedPastItsLeaseKeepsItWhenNoOneTookIt) {
-  Lease a(space.get(), kKey, "a", 20ms);
+  ManualEnv env;
+  Lease a(space.get(), kKey, "a", 20ms, &env);
   ASSERT_TRUE(a.Acquire(stop).ok());
-  std::this_thread::sleep_for(40ms);
+  env.Advance(40ms);
+  ASSERT_LT(Now().expires_ms, env.WallNs() / 1000000) << "the lease has lapsed";
   ASSERT_TRUE(a.Renew().ok());
   EXPECT_EQ(Now().owner, "a");
+  EXPECT_GT(Now().expires_ms, env.WallNs() / 1000000);
 }
 
 // Two managers set up one new job at the same time: the second one's PutFree leaves the lease
@@ -120,9 +131,10 @@ TEST_F(LeaseTest, ASwapWhoseAnswerWasLostIsFoundOnTheNextLook) {
       return r;
     }
   } lossy(space.get());
-  Lease a(space.get(), kKey, "a", 20ms);
+  ManualEnv env;
+  Lease a(space.get(), kKey, "a", 20ms, &env);
   ASSERT_TRUE(a.Acquire(stop).ok());
-  Lease b(&lossy, kKey, "b", 20ms);
+  Lease b(&lossy, kKey, "b", 20ms, &env);
   ASSERT_TRUE(b.Acquire(stop).ok());
   EXPECT_EQ(lossy.swaps, 2);
   EXPECT_TRUE(b.took_over());
@@ -178,7 +190,47 @@ TEST_F(LeaseTest, OnAManualClockAStandbyTakesOverRightAfterTheLapse) {
   EXPECT_GT(Now().expires_ms, expires);
 }
 
-// Many standbys race for one lapsed lease on many threads: exactly one gets it each time.
+// One standby of a race, watched: the revision of the lease it last read, and the one it had read
+// when it last went back to waiting. A standby waits only after a look that did not make it swap,
+// so once it waits having read the winner's revision, it has decided not to take that lease.
+struct WatchedStandby {
+  struct Reads final : SpaceWrapper {
+    using SpaceWrapper::SpaceWrapper;
+    Result<Cell> ReadCell(const Key& key) override {
+      auto cell = inner()->ReadCell(key);
+      if (cell.ok()) last_read.store(cell->revision);
+      return cell;
+    }
+    std::atomic<uint64_t> last_read{0};
+  };
+  struct Waits final : EnvWrapper {
+    explicit Waits(const Reads* reads) : EnvWrapper(Env::Default()), reads(reads) {}
+    void SleepUntil(Clock::time_point t) const override {
+      waited_after.store(reads->last_read.load());
+      EnvWrapper::SleepUntil(t);
+    }
+    const Reads* reads;
+    mutable std::atomic<uint64_t> waited_after{0};
+  };
+  explicit WatchedStandby(Space* space) : reads(space), waits(&reads) {}
+  Reads reads;
+  Waits waits;
+  std::atomic<bool> returned{false};
+};
+
+// Polls `done` until it holds or a minute has passed (a hung race fails instead of hanging).
+bool WaitUntil(const std::function<bool()>& done) {
+  const auto give_up = Clock::now() + std::chrono::minutes(1);
+  while (!done()) {
+    if (Clock::now() > give_up) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Many standbys race for one lapsed lease on many threads: exactly one gets it each time. The
+// losers are not given a fixed time to win by mistake: the race ends only once every one of them
+// has read the winner's lease and gone back to waiting (or returned).
 TEST_F(LeaseTest, OfManyStandbysExactlyOneTakesALapsedLease) {
   for (int round = 0; round < 20; ++round) {
     // Lapsed (the last round's winner's lease ended long ago), under names not used before.
@@ -186,18 +238,31 @@ TEST_F(LeaseTest, OfManyStandbysExactlyOneTakesALapsedLease) {
         space->SwapCell(kKey, EncodeLeaseMessage({"gone", 1}), Revision(), Deadline::After(1s))
             .ok());
     std::atomic<int> active{0};
+    std::atomic<uint64_t> won_at{0};
+    std::vector<std::unique_ptr<WatchedStandby>> standbys;
     std::vector<std::thread> threads;
     std::atomic<bool> give_up{false};
     for (int i = 0; i < 4; ++i) {
-      threads.emplace_back([&, i] {
-        Lease l(space.get(), kKey, fmt::format("r{}m{}", round, i), std::chrono::hours(1));
-        if (l.Acquire(give_up).ok()) active.fetch_add(1);
+      standbys.push_back(std::make_unique<WatchedStandby>(space.get()));
+      threads.emplace_back([&, i, s = standbys.back().get()] {
+        Lease l(&s->reads, kKey, fmt::format("r{}m{}", round, i), std::chrono::hours(1), &s->waits);
+        if (l.Acquire(give_up).ok()) {
+          won_at.store(l.revision());
+          active.fetch_add(1);
+        }
+        s->returned.store(true);
       });
     }
-    while (active.load() == 0) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(5ms);  // any second winner would have won by now
+    const bool decided = WaitUntil([&] {
+      if (active.load() == 0) return false;
+      for (const auto& s : standbys) {
+        if (!s->returned.load() && s->waits.waited_after.load() < won_at.load()) return false;
+      }
+      return true;
+    });
     give_up.store(true);
     for (auto& t : threads) t.join();
+    ASSERT_TRUE(decided) << "round " << round << ": the race did not settle within a minute";
     ASSERT_EQ(active.load(), 1) << "round " << round;
   }
 }

@@ -3,6 +3,7 @@
 // manager, and with MIMD handlers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "nn/model.h"
@@ -268,6 +269,9 @@ TEST(RuntimeTest, LostProposalsOfMultiShardTasksAreRunAgain) {
   }
 }
 
+// Each slice's span is where its work happened: a handler's slice lasts at least its task's read
+// and kernel time, the slices of one lane (one thread) follow one another without overlapping,
+// and every slice lies within the time the run took.
 TEST(RuntimeTest, TraceHasASlicePerTaskOnItsHandlersLane) {
   Prepared setup(Job("data", 8, 2, 4));
   auto& [job, init, data, ref] = setup;
@@ -275,19 +279,32 @@ TEST(RuntimeTest, TraceHasASlicePerTaskOnItsHandlersLane) {
   o.handlers = 2;
   o.standby = false;
   o.controller.min_timeout = std::chrono::milliseconds(300);
+  const auto before = Clock::now();
   o.trace = std::make_shared<TraceRecorder>();
   RunResult r = RunDistributed(job, init, data, o);
+  const double run_us = std::chrono::duration<double, std::micro>(Clock::now() - before).count();
   ASSERT_TRUE(r.trace);
   auto j = nlohmann::json::parse(r.trace->ToJson(2));
   std::map<int, int64_t> slices;
+  std::map<int, std::vector<std::pair<double, double>>> spans;  // by lane: [ts, ts + dur] in us
   std::set<std::string> lanes;
   for (const auto& e : j.at("traceEvents")) {
     if (e.at("ph") == "X") {
       const int lane = e.at("tid").get<int>();
       slices[lane]++;
-      EXPECT_GE(e.at("dur").get<double>(), 0);
+      const double ts = e.at("ts").get<double>(), dur = e.at("dur").get<double>();
+      EXPECT_GT(dur, 0) << e.dump();
+      EXPECT_GE(ts, 0) << e.dump();
+      EXPECT_LE(ts + dur, run_us) << e.dump();
+      spans[lane].emplace_back(ts, ts + dur);
       if (lane != TraceRecorder::kManagerLane) {
-        EXPECT_TRUE(e.at("args").contains("exec_ms"));
+        const auto& args = e.at("args");
+        const double read_ms = args.at("read_ms").get<double>();
+        const double exec_ms = args.at("exec_ms").get<double>();
+        EXPECT_GT(exec_ms, 0) << e.dump();
+        // The slice runs from the take to the report: its read and its kernel are inside it
+        // (1 ns for the rounding to microseconds).
+        EXPECT_GE(dur + 1e-3, (read_ms + exec_ms) * 1e3) << e.dump();
       }
     }
     if (e.at("ph") == "M" && e.at("name") == "thread_name") lanes.insert(e["args"]["name"]);
@@ -295,6 +312,13 @@ TEST(RuntimeTest, TraceHasASlicePerTaskOnItsHandlersLane) {
   EXPECT_EQ(lanes, (std::set<std::string>{"manager", "handler 0", "handler 1"}));
   EXPECT_GT(slices[TraceRecorder::kManagerLane], 0);  // admissions and done processing
   for (const auto& h : r.handlers) EXPECT_EQ(slices[TraceRecorder::HandlerLane(h.id)], h.tasks);
+  for (auto& [lane, lane_spans] : spans) {
+    std::sort(lane_spans.begin(), lane_spans.end());
+    for (size_t i = 1; i < lane_spans.size(); ++i) {
+      EXPECT_LE(lane_spans[i - 1].second, lane_spans[i].first + 1e-3)
+          << "lane " << lane << ": slice " << i - 1 << " overlaps the next";
+    }
+  }
 }
 
 TEST(RuntimeTest, TraceIsBounded) {

@@ -3,7 +3,8 @@
 # in process) writes RUN_DIR/audit.jsonl, `acan audit verify` says the chain holds and the model
 # is the job_end's; every kind of tampering with the file (a record altered, altered and
 # re-hashed, removed, moved, inserted, the end cut off, another model) exits 1 and names the
-# first bad line. Usage: audit.sh ACAN_BINARY
+# first bad line; the run's model with one weight changed exits 1 naming that tensor.
+# Usage: audit.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
 work=$(mktemp -d)
@@ -93,9 +94,28 @@ expect_bad moved 5 "seq 6 where 5 was due"
 expect_bad inserted 6 "seq 5 where 6 was due"
 n=$(wc -l < chaos/audit.jsonl)
 expect_bad cut $((n - 1)) "without a job_end"
+# The clean run's model, bitwise the chaos run's weights, is the one the chain names too.
 rc=0
-"$acan" audit verify chaos/audit.jsonl --model clean/../chaos/model.safetensors > /dev/null || rc=$?
-[[ $rc -eq 0 ]] || { echo "FAIL: the run's own model was refused" >&2; exit 1; }
+"$acan" audit verify chaos/audit.jsonl --model clean/model.safetensors > /dev/null || rc=$?
+[[ $rc -eq 0 ]] || { echo "FAIL: the clean run's model (the same weights) was refused" >&2; exit 1; }
+# The run's model with one weight of layers.1.weight changed: refused, naming that tensor alone.
+/usr/bin/python3 - chaos/model.safetensors altered.safetensors <<'PY'
+import json, struct, sys
+blob = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", blob[:8])[0]
+begin = 8 + n + json.loads(blob[8:8 + n])["layers.1.weight"]["data_offsets"][0]
+w = struct.unpack("<f", blob[begin:begin + 4])[0]
+blob[begin:begin + 4] = struct.pack("<f", w + 0.5)
+open(sys.argv[2], "wb").write(blob)
+PY
+rc=0
+"$acan" audit verify chaos/audit.jsonl --model altered.safetensors > t.out 2>&1 || rc=$?
+if [[ $rc -ne 1 ]] || ! grep -q "tensor 'layers.1.weight' is not shard" t.out ||
+   grep -q "layers.0.weight\|layers.2.weight\|bias" t.out; then
+  echo "FAIL: an altered model: expected exit 1 naming layers.1.weight alone, got $rc: $(cat t.out)" >&2
+  exit 1
+fi
+echo "altered model: $(cat t.out)"
 small_job other.toml data 2 0 64 1
 "$acan" train other.toml --out other --quiet
 rc=0

@@ -6,6 +6,7 @@
 #include <nats/nats.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -73,9 +74,9 @@ class RawJetStream {
   }
   // Publishes `data` on `subject` (stored by whichever stream holds it).
   void Publish(const std::string& subject, const std::string& data) {
-    EXPECT_EQ(js_Publish(nullptr, js_, subject.c_str(), data.data(), int(data.size()), nullptr,
-                         nullptr),
-              NATS_OK);
+    EXPECT_EQ(
+        js_Publish(nullptr, js_, subject.c_str(), data.data(), int(data.size()), nullptr, nullptr),
+        NATS_OK);
   }
   // The first message on `subject` in `stream` (its bytes), and deletes it when `remove`.
   std::string First(const std::string& stream, const std::string& subject, bool remove) {
@@ -236,8 +237,7 @@ TEST(NatsSpaceTest, EachNamespaceHasStreamsOfItsOwn) {
   const auto start = Clock::now();
   EXPECT_FALSE(space->Read("none.x")->has_value());
   EXPECT_EQ(space->ReadCell(Key::Parse("none.c").value())->revision, 0u);
-  EXPECT_EQ(space->Take("none.x", 1, Deadline::After(100ms)).status().code(),
-            StatusCode::kTimeout);
+  EXPECT_EQ(space->Take("none.x", 1, Deadline::After(100ms)).status().code(), StatusCode::kTimeout);
   EXPECT_LT(Clock::now() - start, 3s) << "no request waits for a stream that is not there";
   EXPECT_EQ(raw.Messages(stream + "_t_none"), UINT64_MAX) << "reads make no streams";
 }
@@ -246,8 +246,8 @@ TEST(NatsSpaceTest, EachNamespaceHasStreamsOfItsOwn) {
 // deleting single messages (never a purge, which its role may not do in a secure deployment).
 TEST(NatsSpaceTest, AHandlerTakesAndErasesByDeleting) {
   const std::string stream = testing::UniqueStream("hdl");
-  const std::string url = testing::TestServer().url() + "?stream=" + stream +
-                          "&storage=memory&chunk_bytes=1024";
+  const std::string url =
+      testing::TestServer().url() + "?stream=" + stream + "&storage=memory&chunk_bytes=1024";
   auto manager = MustOpen(url);
   auto handler = MustOpen(url + "&role=handler");
   RawJetStream raw(testing::TestServer().url());
@@ -271,18 +271,24 @@ TEST(NatsSpaceTest, AHandlerTakesAndErasesByDeleting) {
   EXPECT_NE(s.message().find("its job's manager"), std::string::npos) << s.message();
 }
 
+// A getter of one client, already waiting, gets another client's put; what the second client
+// puts the first one reads.
 TEST(NatsSpaceTest, TwoClientsShareOneSpace) {
   const std::string uri = testing::NewSpaceUri();
   auto a = MustOpen(uri);
   auto b = MustOpen(uri);
   std::string got;
   std::thread getter([&] {
-    auto t = b->Get("task.*", Deadline::After(10s));
+    auto t = b->Get("task.*", Deadline::After(60s));
     got = t.ok() ? std::string(t->value.AsString()) : t.status().ToString();
   });
-  std::this_thread::sleep_for(100ms);
+  // Put only once the getter has looked, found nothing and waits (or a minute has passed: then
+  // the check below fails).
+  for (int i = 0; i < 60000 && b->Stats().waiting == 0; ++i) std::this_thread::sleep_for(1ms);
+  const uint64_t waiting = b->Stats().waiting;
   ASSERT_TRUE(a->Put("task.1", Value::FromString("from a")).ok());
   getter.join();
+  EXPECT_EQ(waiting, 1u) << "the put was made before the getter waited";
   EXPECT_EQ(got, "from a");
   ASSERT_TRUE(b->Put("result.1", Value::FromString("from b")).ok());
   auto all = a->ReadAll("result.>");
@@ -382,19 +388,21 @@ TEST(NatsSpaceTest, FencedPutsAreCheckedByTheServerAcrossClients) {
   const Status outside = a->PutFenced(Key::Parse("job.task.x").value(), Value::FromString("x"),
                                       {lease, r2}, Deadline::After(5s));
   EXPECT_EQ(outside.code(), StatusCode::kInvalidArgument) << outside.ToString();
-  for (int i = 0; i < 300; ++i) {
-    {
-      std::lock_guard lock(mu);
-      if (seen.size() >= 5) break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  std::this_thread::sleep_for(100ms);  // a refused put that reached a watcher would be here now
+  // A marker put into the fenced stream after the refused put had its answer: the watcher gets
+  // the fenced stream's puts in the order the server stored them, so once it has the marker, a
+  // refused put that the server had stored would be in `seen` already.
+  ASSERT_TRUE(put(*b, "job.p.w.marker", r2, lease).ok());
+  auto seen_all = [&] {
+    std::lock_guard lock(mu);
+    return std::count(seen.begin(), seen.end(), "job.p.w.marker") == 1 &&
+           std::count(seen.begin(), seen.end(), "job.last") == 1;
+  };
+  for (int i = 0; i < 6000 && !seen_all(); ++i) std::this_thread::sleep_for(10ms);
   std::lock_guard lock(mu);
   std::vector<std::string> sorted = seen;
   std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(sorted, (std::vector<std::string>{"job.last", "job.p.w.v1", "job.p.w.v2", "job.p.w.v3",
-                                              "job.p.w.v4"}));
+  EXPECT_EQ(sorted, (std::vector<std::string>{"job.last", "job.p.w.marker", "job.p.w.v1",
+                                              "job.p.w.v2", "job.p.w.v3", "job.p.w.v4"}));
 }
 
 TEST(NatsSpaceTest, BadUrisAreClearErrors) {
