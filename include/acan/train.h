@@ -130,8 +130,9 @@ struct TrainResult {
 // option (naming it), NotFound for missing files, DataLoss for damaged ones.
 ACAN_EXPORT Result<TrainResult> Train(const JobConfig& job, const TrainOptions& options = {});
 
-// Writes model.safetensors, summary.json and metrics.csv (and trace.json for a traced run) into
-// `dir`, created when missing; each file through a temporary one, so none is ever half written.
+// Writes model.safetensors, summary.json, metrics.csv, metrics.prom (the run's last /metrics page,
+// served or not), audit.jsonl and report.html (and trace.json for a traced run) into `dir`,
+// created when missing; each file through a temporary one, so none is ever half written.
 ACAN_EXPORT Status WriteArtefacts(const std::string& dir, const TrainResult& result);
 
 }  // namespace acan

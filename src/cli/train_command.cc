@@ -1,6 +1,7 @@
 // `acan train`: a training run in this process through acan::Train, with progress on the terminal
-// and the artefacts (model.safetensors, summary.json, metrics.csv, report.html) in --out; with
-// --metrics-port and --dashboard it serves /metrics and a live page of charts while it trains.
+// and the artefacts (model.safetensors, summary.json, metrics.csv, metrics.prom, report.html) in
+// --out; with --metrics-port and --dashboard it serves /metrics and a live page of charts while it
+// trains.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -150,7 +151,8 @@ void AddTrainCommand(CLI::App& app, int* exit_code) {
                 "retransmissions and crashes (Chrome Trace Event format, for Perfetto)");
   cmd->add_option("--metrics-port", a->metrics_port,
                   "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics while it trains "
-                  "(0: a free port, printed)")
+                  "(0: a free port, printed); the last page, the run's final counts, stays in "
+                  "OUT/metrics.prom (in-process runs, served or not)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option(
          "--dashboard", a->dashboard_port,

@@ -60,6 +60,7 @@ void Handler::Run(const std::atomic<bool>& stop) {
     // One capability: block on it. Several (MIMD): look at each in turn without blocking, then
     // block briefly on the next one, so no type starves.
     Result<std::vector<Tuple>> got = Status::Timeout("");
+    const Clock::time_point waiting_since = env_->Now();
     if (patterns.size() == 1) {
       got = space_->Take(patterns[0], pouch, Deadline::After(options_.poll));
     } else {
@@ -71,6 +72,8 @@ void Handler::Run(const std::atomic<bool>& stop) {
       }
       next = (next + 1) % patterns.size();
     }
+    stats_->idle_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(env_->Now() - waiting_since).count());
     if (!got.ok()) {
       if (got.status().IsCancelled()) return;
       // The job may be over: asked at most once a poll period (an MIMD handler's takes return

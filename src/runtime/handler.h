@@ -37,6 +37,9 @@ struct HandlerStats {
   std::atomic<int64_t> io_ns{0};
   std::atomic<int64_t> work{0};     // work done: floats each task reads and writes (deterministic)
   std::atomic<int64_t> lost_ns{0};  // work lost in crashes
+  // Time spent waiting for a task with none in hand (the takes' waits), added as each wait ends:
+  // it only grows, unlike the run's time less busy_ns, which drops when a long task reports.
+  std::atomic<int64_t> idle_ns{0};
   std::atomic<int64_t> crashes{0};
   std::atomic<int64_t> missing_inputs{0};    // tasks not run for a missing input (reported)
   std::atomic<int64_t> bad_tuples{0};        // undecodable task tuples

@@ -73,6 +73,7 @@ HandlerReport ReportOf(int id, const HandlerStats& st) {
   r.io_s = double(st.io_ns.load()) / 1e9;
   r.work = st.work.load();
   r.lost_s = double(st.lost_ns.load()) / 1e9;
+  r.idle_s = double(st.idle_ns.load()) / 1e9;
   r.speed = st.speed.load();
   r.crashes = st.crashes.load();
   r.missing_inputs = st.missing_inputs.load();
@@ -269,23 +270,25 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   if (chaos) chaos->Stop();
   for (auto& s : slots) s->Stop();
   for (auto& s : slots) s->Join();
-  sample(true);
   for (auto& h : handlers) h->Stop();
   for (auto& h : handlers) h->Join();
 
   ACAN_RETURN_IF_ERROR(stalled);
   for (auto& s : slots) ACAN_RETURN_IF_ERROR(s->status());
   RunResult result;
-  result.stalls = std::move(stalls);
-  result.wall_s = wall_s;
-  result.metrics = std::move(metrics).Take();
-  result.recovery = telemetry.recovery();
-  result.trace = options.trace;
   ACAN_ASSIGN_OR_RETURN(result.progress, Manager::ReadProgress(space.get(), layout));
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, result.progress.task_size, data.rows));
   ACAN_ASSIGN_OR_RETURN(result.model,
                         ReadModel(space.get(), layout, plan, result.progress.total_steps));
   ACAN_ASSIGN_OR_RETURN(result.audit, ReadAuditChain(space.get(), layout));
+  // The last sample, once nothing moves and the outcome is read back: what it shows (/metrics'
+  // last page, metrics.prom, metrics.csv's last row) is what summary.json records.
+  sample(true);
+  result.stalls = std::move(stalls);
+  result.wall_s = wall_s;
+  result.metrics = std::move(metrics).Take();
+  result.recovery = telemetry.recovery();
+  result.trace = options.trace;
   for (int h = 0; h < options.handlers; ++h) {
     HandlerReport r = ReportOf(h, handlers[h]->stats());
     r.idle_ratio = wall_s > 0 ? std::max(0.0, 1.0 - (r.busy_s + r.lost_s) / wall_s) : 0;

@@ -137,6 +137,9 @@ struct HandlerReport {
   double io_s = 0;      // tasks' time in hand outside busy_s (claims, reads, writes, reports)
   int64_t work = 0;     // floats its tasks read and wrote: work done, independent of timing
   double lost_s = 0;
+  // Waiting for a task with none in hand (HandlerStats::idle_ns); -1: not known (a view of the
+  // handler from its reports, as a supervisor has).
+  double idle_s = -1;
   double idle_ratio = 0;
   double speed = 1;
   int64_t crashes = 0;

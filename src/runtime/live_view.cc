@@ -129,8 +129,12 @@ void AppendProcessMetrics(const LiveSample& s, obs::Exposition& e) {
               h.busy_s, {{"handler", std::to_string(h.id)}});
   }
   for (const HandlerReport& h : s.handlers) {
-    e.Counter("acan_handler_idle_seconds_total", "Time a handler had no task in hand.",
-              std::max(0.0, s.row.t_s - h.busy_s - h.lost_s), {{"handler", std::to_string(h.id)}});
+    // Accumulated by the handler as each wait for a task ends, never derived from the run's time
+    // less the busy time: that drops when a task longer than the time between scrapes reports,
+    // and Prometheus reads a drop as a reset.
+    if (h.idle_s < 0) continue;  // not known here
+    e.Counter("acan_handler_idle_seconds_total", "Time a handler waited with no task in hand.",
+              h.idle_s, {{"handler", std::to_string(h.id)}});
   }
   for (const HandlerReport& h : s.handlers) {
     e.Counter("acan_handler_lost_seconds_total", "Time spent on tasks a crash lost.", h.lost_s,
@@ -200,9 +204,13 @@ void LiveView::SetFact(const std::string& name, json value) {
 
 void LiveView::SetSource(std::function<LiveSample()> source) { source_ = std::move(source); }
 
-std::string LiveView::MetricsText() const {
+std::string LiveView::MetricsText() const { return Text(/*up=*/true); }
+
+std::string LiveView::FinalMetricsText() const { return Text(/*up=*/false); }
+
+std::string LiveView::Text(bool up) const {
   obs::Exposition e(labels_);
-  e.Gauge("acan_up", "1 while the process serves its metrics.", 1);
+  if (up) e.Gauge("acan_up", "1 while the process serves its metrics.", 1);
   if (source_) {
     AppendMetrics(source_(), e);
     return e.text();

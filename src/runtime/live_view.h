@@ -41,9 +41,14 @@ class LiveView {
 
   // The metrics page in the text exposition format (empty of run figures before a sample).
   std::string MetricsText() const;
+  // The same page without acan_up, for a file that outlives the server: after the run's last
+  // sample (LiveSample::finished), its final figures (metrics.prom).
+  std::string FinalMetricsText() const;
   nlohmann::json PageData() const;
 
  private:
+  std::string Text(bool up) const;
+
   mutable std::mutex mu_;
   const obs::Labels labels_;
   const std::string title_;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "nn/dataset.h"
 #include "nn/evaluate.h"
@@ -99,22 +100,21 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
     }
     if (settings.on_progress) settings.on_progress(ToTrainProgress(p, steps_per_epoch, epochs));
   };
-  // What the run shows while it goes: /metrics and the dashboard (runtime/live_view.h).
-  std::shared_ptr<LiveView> live;
+  // What the run shows while it goes: /metrics and the dashboard (runtime/live_view.h); and, served
+  // or not, its last metrics page when it is over (metrics.prom).
+  auto live = std::make_shared<LiveView>(
+      obs::Labels{{"job", options.job_token}, {"role", "trainer"}},
+      fmt::format("acan: training {} on {}", fmt::join(job.model.layers, "-"), options.space_uri),
+      nlohmann::json{{"strategy", std::string(ToString(job.partition.strategy))},
+                     {"handlers", options.handlers},
+                     {"window", options.window}});
+  options.on_sample = [live, previous = options.on_sample](const LiveSample& s) {
+    live->OnSample(s);
+    if (previous) previous(s);
+  };
   std::vector<std::unique_ptr<obs::HttpServer>> servers;
   std::string metrics_url, dashboard_url;
   if (settings.metrics_port >= 0 || settings.dashboard_port >= 0) {
-    live = std::make_shared<LiveView>(
-        obs::Labels{{"job", options.job_token}, {"role", "trainer"}},
-        fmt::format("acan: training {} on {}", fmt::join(job.model.layers, "-"), options.space_uri),
-        nlohmann::json{{"strategy", std::string(ToString(job.partition.strategy))},
-                       {"handlers", options.handlers},
-                       {"window", options.window}});
-    auto previous = options.on_sample;
-    options.on_sample = [live, previous](const LiveSample& s) {
-      live->OnSample(s);
-      if (previous) previous(s);
-    };
     ACAN_ASSIGN_OR_RETURN(
         servers, ServeLiveView(live, settings.metrics_port, settings.dashboard_port, &metrics_url,
                                &dashboard_url));
@@ -142,8 +142,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
           {{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
     }
     reports.push_back(report);
-    if (live)
-      live->OnEpoch({report.epoch, report.train_loss, report.test_loss, report.test_accuracy});
+    live->OnEpoch({report.epoch, report.train_loss, report.test_loss, report.test_accuracy});
     if (settings.on_epoch) settings.on_epoch(report);
   };
   if (settings.on_start) {
@@ -166,6 +165,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   auto record = std::make_shared<internal::TrainRecord>();
   ACAN_ASSIGN_OR_RETURN(record->run, RunJob(job, data, init, options, hooks));
   ACAN_RETURN_IF_ERROR(eval_error);
+  record->metrics_prom = live->FinalMetricsText();
   ACAN_ASSIGN_OR_RETURN(record->figures, Evaluate(job, data, init, record->run));
   const RunResult& run = record->run;
   nlohmann::json& summary = record->summary;
@@ -243,7 +243,9 @@ Status WriteArtefacts(const std::string& dir, const TrainResult& result) {
   if (!result.record) {
     return Status::InvalidArgument("WriteArtefacts needs a TrainResult returned by acan::Train");
   }
-  return runtime::WriteArtefacts(dir, result.record->run, result.record->summary);
+  ACAN_RETURN_IF_ERROR(runtime::WriteArtefacts(dir, result.record->run, result.record->summary));
+  return runtime::WriteWhole((std::filesystem::path(dir) / "metrics.prom").string(),
+                             result.record->metrics_prom);
 }
 
 }  // namespace acan

@@ -22,6 +22,8 @@ struct TrainRecord {
   runtime::RunResult run;
   runtime::RunFigures figures;
   nlohmann::json summary;
+  // The run's last /metrics page without acan_up (LiveView::FinalMetricsText): metrics.prom.
+  std::string metrics_prom;
 };
 }  // namespace internal
 

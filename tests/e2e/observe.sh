@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Seeing a run (issue 16), through the acan command and real tools:
 #  1. `acan train --metrics-port 0 --dashboard 0` on a job that runs for a while: /metrics passes
-#     `promtool check metrics` and its step counter grows between two scrapes; the dashboard,
+#     `promtool check metrics` and its step counter grows (polled for, 120 s at most); the dashboard,
 #     loaded from the running job by headless chromium, draws data points from the run, updates
 #     itself, and its console shows no error.
 #  2. A finished run's report.html, opened from the file in headless chromium with no network
@@ -25,16 +25,19 @@ browse() {  # browse URL OUT: the page's DOM after its scripts ran, chromium's l
 }
 scrape() { /usr/bin/python3 -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"; }
 counter() { awk -v n="$1" '$1 ~ "^"n"({|$)" {print $2; exit}' "$2"; }
-# wait_steps URL OUT: scrapes URL into OUT until acan_steps_applied_total is above 0 (60 s).
+# wait_steps URL OUT [ABOVE]: scrapes URL into OUT until acan_steps_applied_total is above ABOVE
+# (0 unless given); fails after 120 s (a run that moves at all moves far sooner).
 wait_steps() {
-  for _ in $(seq 1 600); do
+  local above=${3:-0} steps
+  for _ in $(seq 1 1200); do
     scrape "$1" > "$2"
-    local steps
     steps=$(counter acan_steps_applied_total "$2")
-    [[ -n "$steps" && "$steps" != 0 ]] && return 0
+    [[ -n "$steps" ]] && /usr/bin/python3 -c 'import sys; sys.exit(not float(sys.argv[1]) > float(sys.argv[2]))' \
+      "$steps" "$above" && return 0
     sleep 0.1
   done
-  echo "FAIL: no step applied in $1's metrics" >&2; return 1
+  echo "FAIL: acan_steps_applied_total in $1's metrics did not pass $above in 120 s (last: ${steps:-none})" >&2
+  return 1
 }
 # promcheck FILE: `promtool check metrics` finds nothing to say about FILE.
 promcheck() {
@@ -52,9 +55,9 @@ metrics=$(wait_line "$work/long.err" 'http://127.0.0.1:[0-9]*/metrics')
 dashboard=$(wait_line "$work/long.err" 'http://127.0.0.1:[0-9]*/$')
 wait_steps "$metrics" "$work/m1.txt"
 promcheck "$work/m1.txt"
-sleep 2
-scrape "$metrics" > "$work/m2.txt"
-s1=$(counter acan_steps_applied_total "$work/m1.txt"); s2=$(counter acan_steps_applied_total "$work/m2.txt")
+s1=$(counter acan_steps_applied_total "$work/m1.txt")
+wait_steps "$metrics" "$work/m2.txt" "$s1"  # the counter grows: an event, not a fixed sleep
+s2=$(counter acan_steps_applied_total "$work/m2.txt")
 echo "acan_steps_applied_total: $s1 -> $s2"
 /usr/bin/python3 -c 'import sys; a,b=map(float,sys.argv[1:]); assert b > a > 0, (a,b)' "$s1" "$s2"
 for name in acan_tasks_completed_total acan_task_seconds_bucket acan_handler_busy_seconds_total \
