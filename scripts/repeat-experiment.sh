@@ -38,7 +38,7 @@ done
 /usr/bin/python3 - "$dir" "$n" <<'PY'
 import json, re, statistics, sys, os
 d, n = sys.argv[1], int(sys.argv[2])
-claims, figures = {}, {}
+claims, figures, by_name = {}, {}, {}
 def walk(prefix, v):
     if isinstance(v, bool):
         return
@@ -56,14 +56,28 @@ for i in range(1, n + 1):
             c[1] += 1
     path = f"{d}/run-{i}/experiment.json"
     if os.path.exists(path):
-        walk("", json.load(open(path)))
+        e = json.load(open(path))
+        walk("", e)
+        # Each claim's figure, goal and baseline (issue 42), by name.
+        for c in e.get("claims", []):
+            k = by_name.setdefault(c["name"], {"held": 0, "runs": 0, "figures": [],
+                                               "goal": c["goal"], "baseline": c["baseline"]})
+            k["held"] += c["holds"] is True
+            k["runs"] += 1
+            if isinstance(c["figure"], (int, float)) and not isinstance(c["figure"], bool):
+                k["figures"].append(float(c["figure"]))
 print(f"{n} runs:")
 for c, (held, seen) in claims.items():
     print(f"  {held}/{seen}  {c}")
+for name, k in by_name.items():
+    f = k["figures"]
+    spread = f", figure {min(f):.4g}-{max(f):.4g} (median {statistics.median(f):.4g})" if f else ""
+    print(f"  {name}: {k['held']}/{k['runs']}{spread}, goal {k['goal']}, against {k['baseline']}")
 for k, v in sorted(figures.items()):
     if len(v) > 1 and len(set(v)) > 1:
         print(f"  {k}: min {min(v):.4g}, median {statistics.median(v):.4g}, max {max(v):.4g}")
 json.dump({"runs": n, "claims": {c: {"held": h, "runs": s} for c, (h, s) in claims.items()},
+           "claims_by_name": by_name,
            "figures": {k: {"min": min(v), "median": statistics.median(v), "max": max(v),
                            "values": v} for k, v in figures.items()}},
           open(f"{d}/summary.json", "w"), indent=2)

@@ -532,6 +532,9 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   procs["space"] = child_uri;
   summary["processes"] = procs;
   summary["wall_s"] = wall_s;
+  // The tasks' times by class, read from the reports at the server: a fault-free run's are the
+  // baseline the experiments judge a run under kills by.
+  summary["recovery"] = runtime::RecoveryJson(account.recovery());
   if (a.chaos.interval_s > 0) {
     summary["crashes"] = {{"handlers", handler_kills},
                           {"manager", manager_kills},
@@ -540,8 +543,8 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
                           {"probability", a.chaos.probability},
                           {"seed", a.chaos.seed},
                           {"speeds", a.chaos.speeds},
-                          {"lost_tasks", account.lost_tasks()}};
-    summary["recovery"] = runtime::RecoveryJson(account.recovery());
+                          {"lost_tasks", account.lost_tasks()},
+                          {"lost_not_redone", account.lost_not_redone()}};
     summary["recovery"]["lost"] = account.lost_trace();
     const LatencyHistogram lag = account.watch_lag();
     summary["recovery"]["watch_lag_ms"] = {{"p50_at_most", lag.QuantileNs(0.5) / 1e6},

@@ -86,6 +86,8 @@ nlohmann::json RecoveryJson(const RecoveryStats& stats) {
     redo_speeds[k] = redo_speeds.value(k, 0) + 1;
   }
   recovery["redo_speeds"] = redo_speeds;
+  recovery["lost_tasks"] = stats.lost_tasks;
+  recovery["lost_not_redone"] = stats.lost_not_redone;
   recovery["manager_recovery"] = quantiles(stats.manager_recovery_ms);
   recovery["handler_ms"] = stats.handler_ms;  // each one (report.html's histogram)
   std::vector<double> calls(stats.manager_recovery_calls.begin(),

@@ -16,8 +16,10 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       if (!attempt.ok()) return;
       attempt_[parsed->task_key] = *attempt;
       ForgetOldStepsLocked(parsed->step);
-      if (auto it = lost_now_.find(parsed->task_key);
-          it != lost_now_.end() && *attempt > it->second.attempt && !it->second.resent) {
+      // The put a lost task was claimed from came before its claim, which came before the kill:
+      // a put of it read after the kill is its resending, whatever its attempt (a manager that
+      // took over numbers its attempts from 1 again).
+      if (auto it = lost_now_.find(parsed->task_key); it != lost_now_.end() && !it->second.resent) {
         it->second.resent = Clock::now();
       }
       return;
@@ -50,8 +52,15 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
         total_s_ += s;
         if (done_.insert(parsed->task_key).second) useful_s_ += s;
         if (auto it = lost_now_.find(parsed->task_key); it != lost_now_.end()) {
-          // The report of the attempt the kill hit, in flight then: nothing was lost after all.
-          if (done->attempt > it->second.attempt) {
+          // The report of the attempt the kill hit, sent before the kill and in flight then:
+          // nothing was lost after all. Any other report is the redo, whatever its attempt's
+          // number (a manager that took over numbers them from 1 again).
+          const Lost& killed = it->second;
+          const bool sent_before_kill =
+              done->handler == killed.handler &&
+              (done->reported_wall_ns > 0 ? done->reported_wall_ns <= killed.at_wall_ns
+                                          : done->attempt <= killed.attempt);
+          if (!sent_before_kill) {
             const Lost& l = it->second;
             // The redo's report as its handler sent it (this watch may read it later, behind the
             // job's stream of puts); as read here when the report does not say.
@@ -157,6 +166,8 @@ RecoveryStats ChaosAccount::recovery() const {
   r.lost_task_ms = redo_ms_;
   r.lost_classes = redo_classes_;
   r.lost_speeds = redo_speeds_;
+  r.lost_tasks = lost_;
+  r.lost_not_redone = int64_t(lost_now_.size());
   // These are in-hand times, the trips through the server included, which a slow-down does not
   // stretch: no class time at full speed is made of them (the at-speed recovery stays null).
   r.task_ms_by_class_at_full_speed.clear();
@@ -192,6 +203,11 @@ bool ChaosAccount::job_finished() const {
 int64_t ChaosAccount::lost_tasks() const {
   std::lock_guard lock(mu_);
   return lost_;
+}
+
+int64_t ChaosAccount::lost_not_redone() const {
+  std::lock_guard lock(mu_);
+  return int64_t(lost_now_.size());
 }
 
 }  // namespace acan::runtime

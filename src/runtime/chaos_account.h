@@ -40,6 +40,9 @@ class ChaosAccount {
   // the kernel time of the first report of each task, less one; 0 before any report.
   double extra_compute_ratio() const;
   int64_t lost_tasks() const;
+  // Of them, those whose redo has not been reported (yet): at the job's end, 0 when every lost
+  // task's recovery was timed.
+  int64_t lost_not_redone() const;
   // Each redone lost task's path, for finding where a slow recovery spent its time: its class, the
   // handler killed, the milliseconds from the kill to its restart notice, to the resend (the new
   // attempt's put), to the redo's claim (and by whom), to its report, its time in hand, and the
@@ -60,8 +63,9 @@ class ChaosAccount {
   struct Lost {
     Clock::time_point at;  // the kill
     int64_t at_wall_ns = 0;
-    int32_t attempt = 0;  // the attempt it held: only a later one's report is the redo
-    int handler = -1;     // the one killed
+    int32_t attempt =
+        0;             // the attempt it held (a report without a time: a later one's is the redo)
+    int handler = -1;  // the one killed
     std::optional<Clock::time_point> noticed, resent, claimed;
     int claimer = -1;
   };

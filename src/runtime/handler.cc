@@ -202,6 +202,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
     stats_->reused.fetch_add(1);
     DoneMessage done{m.attempt, options_.id, 0, "", {}};
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done));
+    if (put.ok() && options_.on_reported) options_.on_reported(m.spec.key, 0, done.speed);
     if (pre_claimed) (void)space_->Erase(layout_.Claim(m.spec.key, options_.id));
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
@@ -325,6 +326,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   if (Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(done)); !put.ok()) {
     return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
   }
+  if (options_.on_reported) options_.on_reported(m.spec.key, done.exec_ns, done.speed);
   KillPoint("done");
   // From the take to the report, less the kernel: what the claim must also cover.
   const double held_ns = double(std::chrono::nanoseconds(Clock::now() - taken).count());

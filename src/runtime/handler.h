@@ -71,6 +71,9 @@ struct HandlerOptions {
   // Makes the step inputs a task names by reference (runtime/local_inputs.h); null: this handler
   // has no copy of the data, and reports such inputs missing.
   LocalInputs* local_inputs = nullptr;
+  // Called once a task's report is in the space, with its kernel's time (0: done from outputs
+  // already there) and the slow-down it ran at: what an observer of redos sees. Null: nothing.
+  std::function<void(const std::string& task_key, int64_t exec_ns, double speed)> on_reported;
 };
 
 class Handler {

@@ -198,6 +198,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
       row.handler_crashes += h->stats().crashes.load();
     }
     for (auto& s : slots) row.manager_crashes += s->crashes();
+    row.handler_useful_work = telemetry.UsefulWork(handlers.size());
     const Census resident = census->Snapshot();
     row.space_tuples = resident.total.tuples;
     row.space_bytes = resident.total.bytes;

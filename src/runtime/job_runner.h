@@ -116,6 +116,8 @@ struct MetricsRow {
   std::map<std::string, double> timeouts_ms;
   std::vector<int64_t> handler_tasks;
   std::vector<int64_t> handler_work;  // work each has done (floats its tasks read and wrote)
+  // Of it, the work of the reports the manager took (a copy reported second left out).
+  std::vector<int64_t> handler_useful_work;
   std::vector<double> handler_speeds;
   int64_t handler_crashes = 0;
   int64_t manager_crashes = 0;

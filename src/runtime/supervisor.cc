@@ -119,8 +119,10 @@ void ManagerSlot::Loop() {
       }
     };
     mo.on_flight = [this](const FlightStatus& f) { telemetry_->OnFlight(f); };
-    mo.on_task_done = [this](const std::string& key, int, int64_t exec_ns, int64_t, double speed) {
+    mo.on_task_done = [this](const std::string& key, int handler, int64_t exec_ns, int64_t work,
+                             double speed) {
       telemetry_->OnTaskDone(key, exec_ns, speed);
+      telemetry_->OnUsefulWork(handler, work);
     };
     Manager manager(&view, layout_, &job_, &data_, mo);
     Status s = manager.Run(crash_);
@@ -231,7 +233,12 @@ bool HandlerSlot::RunIncarnation() {
       view.KillAtWrite(n, [this] { Crash(); });
     }
   }
-  Handler handler(&view, layout_, options_, &stats_);
+  HandlerOptions options = options_;
+  // A lost task's redo is timed by its report, whichever manager (if any) is there to read it.
+  options.on_reported = [this](const std::string& key, int64_t exec_ns, double speed) {
+    telemetry_->OnReported(key, exec_ns, speed);
+  };
+  Handler handler(&view, layout_, options, &stats_);
   if (handler.Announce().ok()) {
     handler.Run(stop_);
   } else if (!stop_.load()) {

@@ -127,10 +127,13 @@ TEST_F(SupervisorTest, ATaskLostMidRunLeavesNoClaimOnAClosedStepButKeepsOneOnAnO
   EXPECT_TRUE(slot.RunIncarnation());
   // Step 1 is open: its clean-up will remove the claim; the manager sees it as stale meanwhile.
   EXPECT_EQ(space->ReadAll(layout.ClaimPattern(ClaimsOf(1)))->size(), 1u);
-  // The lost tasks are timed from the crash to their redo.
-  telemetry.OnTaskDone(Spec(0).key, 1000);
-  telemetry.OnTaskDone(Spec(1).key, 1000);
+  // The lost tasks are timed from the crash to their redo's report.
+  EXPECT_EQ(telemetry.recovery().lost_tasks, 2);
+  EXPECT_EQ(telemetry.recovery().lost_not_redone, 2);
+  telemetry.OnReported(Spec(0).key, 1000, 1.0);
+  telemetry.OnReported(Spec(1).key, 1000, 1.0);
   EXPECT_EQ(telemetry.recovery().handler_ms.size(), 2u);
+  EXPECT_EQ(telemetry.recovery().lost_not_redone, 0);
 }
 
 // Runs `on_kernel` when a task's kernel begins.

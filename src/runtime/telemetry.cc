@@ -34,14 +34,44 @@ void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns, double speed
     of_class.push_back(double(exec_ns) / 1e6);
     recovery_.task_ms_by_class_at_full_speed[cls].push_back(double(exec_ns) / 1e6 / speed);
   }
+}
+
+void Telemetry::OnReported(const std::string& key, int64_t exec_ns, double speed) {
+  std::lock_guard lock(mu_);
+  if (!(speed > 0)) speed = 1.0;
+  const Report report{env_->Now(), exec_ns, speed};
   auto it = lost_.find(key);
-  if (it != lost_.end()) {
-    recovery_.handler_ms.push_back(Ms(env_->Now() - it->second));
-    recovery_.lost_task_ms.push_back(double(exec_ns) / 1e6);
-    recovery_.lost_classes.push_back(cls);
-    recovery_.lost_speeds.push_back(speed);
-    lost_.erase(it);
+  if (it == lost_.end()) {
+    // Its loss may be told after its redo (a crashed handler gives up what it held once its
+    // thread is out of the task): kept, bounded, for OnHandlerCrash to find.
+    if (reported_.size() >= kReportsKept) reported_.clear();
+    reported_[key] = report;
+    return;
   }
+  RecordRedoLocked(key, it->second, report);
+  lost_.erase(it);
+}
+
+void Telemetry::RecordRedoLocked(const std::string& key, Clock::time_point lost_at,
+                                 const Report& redo) {
+  recovery_.handler_ms.push_back(Ms(redo.at - lost_at));
+  recovery_.lost_task_ms.push_back(double(redo.exec_ns) / 1e6);
+  recovery_.lost_classes.push_back(Layout::TaskClass(key));
+  recovery_.lost_speeds.push_back(redo.speed);
+}
+
+void Telemetry::OnUsefulWork(int handler, int64_t work) {
+  std::lock_guard lock(mu_);
+  useful_work_[handler] += work;
+}
+
+std::vector<int64_t> Telemetry::UsefulWork(size_t n) const {
+  std::lock_guard lock(mu_);
+  std::vector<int64_t> out(n, 0);
+  for (const auto& [h, w] : useful_work_) {
+    if (h >= 0 && size_t(h) < n) out[size_t(h)] = w;
+  }
+  return out;
 }
 
 std::map<std::string, LatencyHistogram> Telemetry::TaskLatency() const {
@@ -52,7 +82,16 @@ std::map<std::string, LatencyHistogram> Telemetry::TaskLatency() const {
 void Telemetry::OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost,
                                Clock::time_point at) {
   std::lock_guard lock(mu_);
-  for (const auto& t : lost) lost_.emplace(t.key, at);
+  for (const auto& t : lost) {
+    if (lost_.count(t.key)) continue;
+    ++recovery_.lost_tasks;
+    // Redone already, by another handler, while this one was still giving it up.
+    if (auto r = reported_.find(t.key); r != reported_.end() && r->second.at > at) {
+      RecordRedoLocked(t.key, at, r->second);
+      continue;
+    }
+    lost_.emplace(t.key, at);
+  }
 }
 
 void Telemetry::OnManagerCrash() {
@@ -118,7 +157,9 @@ std::pair<Progress, ControllerSnapshot> Telemetry::Latest() const {
 
 RecoveryStats Telemetry::recovery() const {
   std::lock_guard lock(mu_);
-  return recovery_;
+  RecoveryStats r = recovery_;
+  r.lost_not_redone = int64_t(lost_.size());
+  return r;
 }
 
 }  // namespace acan::runtime

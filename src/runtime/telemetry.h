@@ -39,6 +39,8 @@ struct RecoveryStats {
   std::map<std::string, std::vector<double>> task_ms_by_class_at_full_speed;
   std::vector<std::string> lost_classes;  // the class of each lost task, as handler_ms
   std::vector<double> lost_speeds;  // the slow-down its redo ran at, as handler_ms (1: not said)
+  int64_t lost_tasks = 0;           // tasks crashes lost (each counted once)
+  int64_t lost_not_redone = 0;      // of them, those whose redo was not seen (yet)
 };
 
 class Telemetry {
@@ -50,6 +52,12 @@ class Telemetry {
   void OnStep(const Progress& p, const ControllerSnapshot& c);
   // A task completed for the first time, after `exec_ns` of execution at slow-down `speed`.
   void OnTaskDone(const std::string& task_key, int64_t exec_ns, double speed = 1.0);
+  // ... and its `work` (floats read and written) credited to the handler whose report was taken:
+  // what each handler did that the job used, a speculative copy that came second left out.
+  void OnUsefulWork(int handler, int64_t work);
+  // A handler put the report of `task_key` (its kernel's `exec_ns`, at slow-down `speed`): when
+  // a crash lost it, its redo is done now, whether or not a manager reads the report.
+  void OnReported(const std::string& task_key, int64_t exec_ns, double speed);
   // A handler crashed at `at`, losing these tasks: their redo's completion is timed from `at`.
   void OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost, Clock::time_point at);
   // The active manager crashed now: the next step's completion is timed from now.
@@ -69,6 +77,8 @@ class Telemetry {
   RecoveryStats recovery() const;
   // Every first completion's time, by class of task (all of them, not a sample).
   std::map<std::string, LatencyHistogram> TaskLatency() const;
+  // The work credited to each of handlers 0..n-1 so far.
+  std::vector<int64_t> UsefulWork(size_t n) const;
 
  private:
   const Env* env_;
@@ -77,7 +87,17 @@ class Telemetry {
   ControllerSnapshot controller_;
   RecoveryStats recovery_;
   std::map<std::string, LatencyHistogram> task_latency_;
+  std::map<int, int64_t> useful_work_;  // by handler
   std::unordered_map<std::string, Clock::time_point> lost_;
+  struct Report {
+    Clock::time_point at;
+    int64_t exec_ns = 0;
+    double speed = 1;
+  };
+  // A redo of `key`, lost at `lost_at`, reported: recovery_'s figures for it. REQUIRES: mu_.
+  void RecordRedoLocked(const std::string& key, Clock::time_point lost_at, const Report& redo);
+  static constexpr size_t kReportsKept = 65536;
+  std::unordered_map<std::string, Report> reported_;  // each task's last report (OnReported)
   std::vector<Clock::time_point> manager_crashes_;
   Clock::time_point last_step_at_;
   std::vector<Clock::time_point> step_times_;  // of the first steps (the chaos calibration)

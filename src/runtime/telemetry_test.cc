@@ -21,15 +21,23 @@ TEST(TelemetryTest, ALostTaskIsTimedFromTheCrashToItsRedoAndCountedInItsClass) {
   env.Advance(7ms);
   t.OnTaskDone("mb.s4.m0", 2000000);  // another task: not a redo
   env.Advance(5ms);
-  t.OnTaskDone("mb.s4.m1", 3000000);  // the redo, 12 ms after the crash
-  t.OnTaskDone("mb.s4.m1", 3000000);  // a duplicate report is no second redo
+  t.OnReported("mb.s4.m0", 2000000, 1.0);
+  EXPECT_EQ(t.recovery().lost_not_redone, 1);
+  // The redo's report, 12 ms after the crash: timed by the report itself, before any manager
+  // reads it (one that took over after the crash may find it in the space and never call
+  // OnTaskDone for it).
+  t.OnReported("mb.s4.m1", 3000000, 1.0);
+  t.OnReported("mb.s4.m1", 3000000, 1.0);  // a duplicate report is no second redo
+  t.OnTaskDone("mb.s4.m1", 3000000);
   RecoveryStats r = t.recovery();
+  EXPECT_EQ(r.lost_tasks, 1);
+  EXPECT_EQ(r.lost_not_redone, 0);
   ASSERT_EQ(r.handler_ms.size(), 1u);
   EXPECT_DOUBLE_EQ(r.handler_ms[0], 12.0);
   EXPECT_DOUBLE_EQ(r.lost_task_ms[0], 3.0);
   EXPECT_EQ(r.lost_classes, (std::vector<std::string>{"mb.m1"}));
   EXPECT_EQ(r.task_ms_by_class["mb.m0"], (std::vector<double>{2.0}));
-  EXPECT_EQ(r.task_ms_by_class["mb.m1"].size(), 2u);
+  EXPECT_EQ(r.task_ms_by_class["mb.m1"].size(), 1u);
 
   t.OnManagerCrash();
   env.Advance(30ms);
@@ -38,6 +46,32 @@ TEST(TelemetryTest, ALostTaskIsTimedFromTheCrashToItsRedoAndCountedInItsClass) {
   EXPECT_EQ(r.manager_ms, (std::vector<double>{30.0}));
   t.OnRecovered(4ms, 17);
   EXPECT_EQ(t.recovery().manager_recovery_calls, (std::vector<int64_t>{17}));
+}
+
+// A crashed handler gives up what it held once its thread is out of the task: another handler
+// may have redone it meanwhile (its death announced at once), and that report came first. A report
+// from before the crash is no redo.
+TEST(TelemetryTest, ARedoReportedBeforeTheLossIsToldIsTimedFromTheCrash) {
+  ManualEnv env;
+  Telemetry t(&env);
+  t.OnReported("mb.s2.m1", 1000000, 1.0);  // before the crash
+  env.Advance(1ms);
+  const auto crash = env.Now();
+  env.Advance(4ms);
+  t.OnReported("mb.s2.m0", 2000000, 5.0);  // the redo, 4 ms after the crash
+  env.Advance(3ms);
+  t.OnHandlerCrash({{"mb.s2.m0", 2}, {"mb.s2.m1", 2}}, crash);
+  RecoveryStats r = t.recovery();
+  EXPECT_EQ(r.lost_tasks, 2);
+  EXPECT_EQ(r.lost_not_redone, 1);  // mb.s2.m1's only report came before the crash
+  ASSERT_EQ(r.handler_ms.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.handler_ms[0], 4.0);
+  EXPECT_EQ(r.lost_speeds, (std::vector<double>{5.0}));
+  env.Advance(2ms);
+  t.OnReported("mb.s2.m1", 1000000, 1.0);
+  r = t.recovery();
+  EXPECT_EQ(r.lost_not_redone, 0);
+  EXPECT_EQ(r.handler_ms, (std::vector<double>{4.0, 9.0}));
 }
 
 // A redo is judged against what its processor usually takes: the class's times over their
@@ -51,7 +85,7 @@ TEST(TelemetryTest, ARedoIsJudgedAgainstItsClassAtTheSlowDownItRanAt) {
   // Crash 1: the redo runs at 10, 21 ms from the crash (its usual time at 10: 20 ms).
   t.OnHandlerCrash({{"mb.s9.m0", 4}}, env.Now());
   env.Advance(21ms);
-  t.OnTaskDone("mb.s9.m0", 20500000, 10.0);
+  t.OnReported("mb.s9.m0", 20500000, 10.0);
   nlohmann::json slow = RecoveryJson(t.recovery());
   EXPECT_NEAR(slow["median_recovery_over_own_class_median_at_speed"].get<double>(), 21.0 / 20,
               1e-9);
@@ -64,7 +98,7 @@ TEST(TelemetryTest, ARedoIsJudgedAgainstItsClassAtTheSlowDownItRanAt) {
     const std::string key = "mb.s" + std::to_string(s) + ".m0";
     t.OnHandlerCrash({{key, 4}}, env.Now());
     env.Advance(6ms);
-    t.OnTaskDone(key, 2000000, 1.0);
+    t.OnReported(key, 2000000, 1.0);
   }
   nlohmann::json fast = RecoveryJson(t.recovery());
   EXPECT_NEAR(fast["median_recovery_over_own_class_median_at_speed"].get<double>(), 3.0, 1e-9);

@@ -55,6 +55,9 @@ gaps = sorted(float(b["t_s"]) - float(a["t_s"]) for a, b in zip(rows, rows[1:]))
 if gaps:
     print(f"longest pause between two metrics rows: {gaps[-1]:.2f} s (typical "
           f"{gaps[len(gaps) // 2]:.2f} s)")
+# The oracle at the server, which watched every version put through the restart: each written
+# once and in order.
+assert s["oracle"]["verdict"] == "ok", s["oracle"]
 print(f"{s['steps']} steps; retransmitted {s['tasks']['retransmitted']} "
       f"{s['tasks']['retransmit_reasons']}; restarts {s['processes']['restarts']}; "
       f"oracle {s['oracle']['verdict']}")
