@@ -132,6 +132,12 @@ int Adaptivity(const std::string& out, bool quick) {
     if (!r.ok()) return Fail(r.status());
     const auto& m = r->record->run.metrics;
     if (m.size() < 2) return Fail(Status::Internal("an adaptivity part gave no metrics"));
+    for (const auto& row : m) {
+      if (row.handler_speeds.size() != size_t(handlers) ||
+          row.handler_useful_work.size() != size_t(handlers)) {
+        return Fail(Status::Internal("an adaptivity part's metrics lack a handler's speed or work"));
+      }
+    }
     PartRows p{m, {}};
     for (const auto& h : r->record->run.handlers) p.work.push_back(h.work);
     parts.push_back(std::move(p));
