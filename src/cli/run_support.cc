@@ -124,9 +124,11 @@ void PrintOutcome(const TrainResult& r, const std::string& out_dir) {
   }
   const bool traced = r.record && r.record->run.trace;
   const bool reported = std::filesystem::exists(std::filesystem::path(out_dir) / "report.html");
+  const bool counted = std::filesystem::exists(std::filesystem::path(out_dir) / "metrics.prom");
   std::printf(
-      "artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv, %s/audit.jsonl%s%s\n",
+      "artefacts: %s/model.safetensors, %s/summary.json, %s/metrics.csv, %s/audit.jsonl%s%s%s\n",
       out_dir.c_str(), out_dir.c_str(), out_dir.c_str(), out_dir.c_str(),
+      counted ? (", " + out_dir + "/metrics.prom").c_str() : "",
       reported ? (", " + out_dir + "/report.html").c_str() : "",
       traced ? (", " + out_dir + "/trace.json").c_str() : "");
 }
