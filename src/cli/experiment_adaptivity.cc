@@ -135,7 +135,8 @@ int Adaptivity(const std::string& out, bool quick) {
     for (const auto& row : m) {
       if (row.handler_speeds.size() != size_t(handlers) ||
           row.handler_useful_work.size() != size_t(handlers)) {
-        return Fail(Status::Internal("an adaptivity part's metrics lack a handler's speed or work"));
+        return Fail(
+            Status::Internal("an adaptivity part's metrics lack a handler's speed or work"));
       }
     }
     PartRows p{m, {}};

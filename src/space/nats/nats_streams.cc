@@ -528,8 +528,8 @@ Status NatsSpace::Publish(const std::string& subject, const void* data, size_t s
   return Status::Ok();
 }
 
-Status NatsSpace::PurgeSubjects(const std::string& stream, const std::string& filter,
-                                uint64_t keep, const char* what) {
+Status NatsSpace::PurgeSubjects(const std::string& stream, const std::string& filter, uint64_t keep,
+                                const char* what) {
   natsStatus result = NATS_OK;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   ACAN_RETURN_IF_ERROR(Retry(what, NonBlocking(), [&] {
