@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Reads back what a run page's charts hold, from Chart.js itself, in headless chromium.
 
-Usage: chart_values.py URL OUT_JSON MIN_UPDATES [CHROMIUM_ARG...]
+Usage: chart_values.py URL OUT_JSON MIN_UPDATES [--epochs N] [CHROMIUM_ARG...]
 Opens URL (the live dashboard or a report.html) in headless chromium driven through its DevTools
 protocol over a pipe (--remote-debugging-pipe: no port, no websocket), waits until the page has
 drawn MIN_UPDATES times (its own counter, <body data-updates>; or once, if the job it watches
-ended first and the page stopped updating) and then evaluates, in the page,
+ended first and the page stopped updating) and, with --epochs N, until its epochs chart holds N
+epochs at least (a slow build, under sanitizers, may draw twice before the first epoch ends),
+and then evaluates, in the page,
 for every canvas: Chart.getChart(canvas).data (labels, each dataset's label and data) and, per
 dataset, the value each drawn element stands for (getDatasetMeta(i).data, each element's pixel
 position read back through its scales). Writes {"errors", "updates", "charts": {id: ...}} to
@@ -107,10 +109,14 @@ class DevTools:
 
 def main():
     url, out, min_updates = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    extra = sys.argv[4:]
+    min_epochs = 0
+    if extra[:1] == ["--epochs"]:
+        min_epochs, extra = int(extra[1]), extra[2:]
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     profile = tempfile.mkdtemp(prefix="acan-chart-values-")
     args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--no-first-run", f"--user-data-dir={profile}"] + sys.argv[4:] + ["about:blank"]
+            "--no-first-run", f"--user-data-dir={profile}"] + extra + ["about:blank"]
     with open(out + ".log", "w") as log:
         browser = DevTools(chromium, args, log)
         try:
@@ -123,6 +129,10 @@ def main():
                      f"(Number(document.body.dataset.updates) >= {min_updates} || "
                      "(Number(document.body.dataset.updates) >= 1 && "
                      "document.getElementById('facts').textContent.includes('not updating')))")
+            if min_epochs:
+                epochs = ("(Chart.getChart(document.getElementById('c-epochs')) || "
+                          "{data: {datasets: [{data: []}]}}).data.datasets[0].data.length")
+                ready = f"({ready}) && {epochs} >= {min_epochs}"
             end = time.monotonic() + 90
             while True:
                 got = browser.call("Runtime.evaluate", {"expression": ready,
@@ -130,7 +140,8 @@ def main():
                 if got.get("result", {}).get("value") is True:
                     break
                 if time.monotonic() > end:
-                    sys.exit(f"FAIL: {url} did not draw {min_updates} times in 90 s")
+                    sys.exit(f"FAIL: {url} did not draw {min_updates} times"
+                             f" ({min_epochs} epochs at least) in 90 s")
                 time.sleep(0.1)
             got = browser.call("Runtime.evaluate", {"expression": READ_BACK,
                                                     "returnByValue": True}, session)
