@@ -1,144 +1,59 @@
-// "nats://..." and "nats:local" URIs: the options they name, and the scheme's registration.
+// Opening "nats://...", "tls://..." and "nats:local" URIs (parsed in nats_uri.cc): the
+// deployment's credentials, nats:local's private server, and the scheme's registration.
 #include <fmt/format.h>
 
-#include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "space/nats/nats_space.h"
-#include "space/uri_internal.h"
+#include "space/nats/nats_uri.h"
 
 namespace acan::nats {
 
-// ---- URIs ----
-
 namespace {
 
-Status CheckStreamName(const SpaceUri& uri, const std::string& name) {
-  if (name.empty() || name.size() > 64 ||
-      name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
-          std::string::npos) {
-    return Status::InvalidArgument(fmt::format(
-        "space URI '{}': stream='{}' must be 1 to 64 letters, digits, '-' or '_'", uri.text, name));
-  }
-  return Status::Ok();
-}
-
 Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOptions& defaults) {
-  ACAN_ASSIGN_OR_RETURN(SpaceUri uri, SpaceUri::Parse(text));
-  NatsSpaceOptions options;
-  options.limits = defaults;
-  ACAN_ASSIGN_OR_RETURN(options.limits.max_value_bytes,
-                        uri.UintParam("max_value_bytes", options.limits.max_value_bytes));
-  ACAN_ASSIGN_OR_RETURN(options.limits.max_total_bytes,
-                        uri.UintParam("max_total_bytes", options.limits.max_total_bytes));
-  if (const std::string* stream = uri.Param("stream")) options.stream = *stream;
-  ACAN_RETURN_IF_ERROR(CheckStreamName(uri, options.stream));
-  const bool local = uri.authority.empty() && uri.path == "local";
-  // nats:local keeps tuples in the server's memory unless told otherwise: its server lives and
-  // dies with the run, and file storage made the Fashion-MNIST run 6.5 times slower on this
-  // machine (docs/benchmarks.md). storage=file is what survives a restart of the server.
-  options.memory_storage = local;
-  if (const std::string* storage = uri.Param("storage")) {
-    if (*storage != "file" && *storage != "memory") {
-      return Status::InvalidArgument(fmt::format(
-          "space URI '{}': storage='{}' must be 'file' or 'memory'", uri.text, *storage));
-    }
-    options.memory_storage = *storage == "memory";
-  }
-  ACAN_ASSIGN_OR_RETURN(uint64_t replicas, uri.UintParam("replicas", 1));
-  if (replicas < 1 || replicas > 5) {
-    return Status::InvalidArgument(
-        fmt::format("space URI '{}': replicas={} must be 1 to 5", uri.text, replicas));
-  }
-  options.replicas = static_cast<int>(replicas);
-  ACAN_ASSIGN_OR_RETURN(uint64_t request_ms, uri.UintParam("request_ms", 5000));
-  ACAN_ASSIGN_OR_RETURN(uint64_t retry_ms, uri.UintParam("retry_ms", 60000));
-  ACAN_ASSIGN_OR_RETURN(uint64_t dedupe_ms, uri.UintParam("dedupe_ms", 30000));
-  if (dedupe_ms < 1000) {
-    return Status::InvalidArgument(fmt::format(
-        "space URI '{}': dedupe_ms={} must be at least 1000 (how long the server remembers a "
-        "publish, so that a retried one is stored once)",
-        uri.text, dedupe_ms));
-  }
-  options.dedupe_ms = static_cast<int64_t>(dedupe_ms);
-  options.request_ms = static_cast<int64_t>(std::max<uint64_t>(request_ms, 1));
-  options.retry_ms = static_cast<int64_t>(retry_ms);
-  ACAN_ASSIGN_OR_RETURN(uint64_t chunk_bytes, uri.UintParam("chunk_bytes", 0));
-  if (chunk_bytes != 0 && chunk_bytes < 1024) {
-    return Status::InvalidArgument(fmt::format(
-        "space URI '{}': chunk_bytes={} must be at least 1024 (0: as large as a message allows)",
-        uri.text, chunk_bytes));
-  }
-  options.chunk_bytes = static_cast<size_t>(chunk_bytes);
-  // A secure deployment (acan secure init DIR): secure=DIR and role=R, or ACAN_NATS_SECURE and
-  // ACAN_NATS_ROLE, so that neither needs to be on a command line. tls:// demands it.
-  std::string secure_dir, role;
-  if (const std::string* dir = uri.Param("secure")) {
-    secure_dir = *dir;
-  } else if (const char* env = std::getenv("ACAN_NATS_SECURE"); env != nullptr && *env) {
-    secure_dir = env;
-  }
-  if (const std::string* r = uri.Param("role")) {
-    role = *r;
-  } else if (const char* env = std::getenv("ACAN_NATS_ROLE"); env != nullptr && *env) {
-    role = env;
-  }
-  if (secure_dir.empty() && uri.scheme == "tls") {
-    return Status::InvalidArgument(fmt::format(
-        "space URI '{}': tls:// needs the deployment's files: secure=DIR (or ACAN_NATS_SECURE), "
-        "made by acan secure init DIR",
-        uri.text));
-  }
-  if (!role.empty()) {
-    bool known = false;
-    for (std::string_view r : kSecureRoles) known = known || r == role;
-    if (!known) {
-      return Status::InvalidArgument(
-          fmt::format("space URI '{}': role='{}' is not a role (manager, handler or observer)",
-                      uri.text, role));
-    }
-  }
-  if (!secure_dir.empty()) {
-    // A process that does not say its role gets the least: an observer's.
-    ACAN_ASSIGN_OR_RETURN(options.credentials,
-                          LoadRoleCredentials(secure_dir, role.empty() ? "observer" : role));
+  ACAN_ASSIGN_OR_RETURN(NatsUri uri,
+                        ParseNatsUri(text, defaults, NatsUriEnvironment::FromProcess()));
+  NatsSpaceOptions& options = uri.options;
+  if (!uri.secure_dir.empty()) {
+    ACAN_ASSIGN_OR_RETURN(options.credentials, LoadRoleCredentials(uri.secure_dir, options.role));
     // The deployment's permissions are for its stream: the URI names it, or is given it.
-    if (uri.params.contains("stream") && options.stream != options.credentials->stream) {
+    if (uri.stream_named && options.stream != options.credentials->stream) {
       return Status::InvalidArgument(fmt::format(
           "space URI '{}': stream='{}', but the deployment '{}' is for stream '{}' (acan secure "
           "init --stream)",
-          uri.text, options.stream, secure_dir, options.credentials->stream));
+          text, options.stream, uri.secure_dir, options.credentials->stream));
     }
     options.stream = options.credentials->stream;
-    role = options.credentials->role;
+    options.role = options.credentials->role;
   }
-  // Without a deployment the role is what the client does (nats_space.h): no permissions.
-  options.role = role;
 
   std::unique_ptr<LocalNatsServer> server;
-  if (local) {
+  if (uri.local) {
     // nats:local: a private server for this run, its store in `dir` (a new temporary directory
     // when absent, removed with the space).
     LocalServerOptions local;
-    if (const std::string* dir = uri.Param("dir")) local.store_dir = *dir;
+    local.store_dir = uri.local_dir;
     local.extra_config = kLocalServerConfig;
-    if (!secure_dir.empty()) {
+    if (!uri.secure_dir.empty()) {
       // The deployment's TLS and users; the server's owner checks it answers as a manager.
-      std::ifstream conf(SecureServerConfigPath(secure_dir));
-      std::stringstream text;
-      text << conf.rdbuf();
-      if (!conf || text.str().empty()) {
+      std::ifstream conf(SecureServerConfigPath(uri.secure_dir));
+      std::stringstream config;
+      config << conf.rdbuf();
+      if (!conf || config.str().empty()) {
         return Status::NotFound(
             fmt::format("space URI '{}': cannot read '{}' (made by acan "
                         "secure init)",
-                        uri.text, SecureServerConfigPath(secure_dir)));
+                        text, SecureServerConfigPath(uri.secure_dir)));
       }
-      local.extra_config += "\n" + text.str();
-      ACAN_ASSIGN_OR_RETURN(local.probe_credentials, LoadRoleCredentials(secure_dir, "manager"));
+      local.extra_config += "\n" + config.str();
+      ACAN_ASSIGN_OR_RETURN(local.probe_credentials,
+                            LoadRoleCredentials(uri.secure_dir, "manager"));
     }
-    ACAN_RETURN_IF_ERROR(uri.RejectUnusedParams());
     if (local.store_dir.empty()) {
       std::string tmpl = (std::filesystem::temp_directory_path() / "acan-nats-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) {
@@ -150,26 +65,6 @@ Result<std::unique_ptr<Space>> OpenNats(std::string_view text, const SpaceOption
     }
     ACAN_ASSIGN_OR_RETURN(server, LocalNatsServer::Start(local));
     options.servers = server->url();
-  } else {
-    if (uri.authority.empty() || !uri.path.empty()) {
-      return Status::InvalidArgument(fmt::format(
-          "space URI '{}': expected nats://host:port[,host:port...] or nats:local", uri.text));
-    }
-    ACAN_RETURN_IF_ERROR(uri.RejectUnusedParams());
-    std::string servers;
-    std::string_view list = uri.authority;
-    while (!list.empty()) {
-      size_t comma = list.find(',');
-      std::string_view one = list.substr(0, comma);
-      if (one.empty() || one.find(':') == std::string_view::npos) {
-        return Status::InvalidArgument(
-            fmt::format("space URI '{}': server '{}' is not of the form host:port", uri.text, one));
-      }
-      servers += (servers.empty() ? "" : ",") + uri.scheme + "://" + std::string(one);
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
-    options.servers = servers;
   }
   ACAN_ASSIGN_OR_RETURN(auto space, NatsSpace::Open(std::string(text), std::move(options)));
   space->AdoptServer(std::move(server));

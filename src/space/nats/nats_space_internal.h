@@ -1,5 +1,6 @@
-// What the files of NatsSpace (nats_space.cc, nats_streams.cc, nats_chunks.cc) share: message
-// constants and small helpers over libnats. Stateless; thread-safe.
+// What the files of NatsSpace (nats_space.cc, nats_connection.cc, nats_streams.cc, nats_put.cc,
+// nats_take.cc, nats_watches.cc, nats_chunks.cc, nats_cells.cc) share: message constants and
+// small helpers over libnats. Stateless; thread-safe.
 #pragma once
 
 #include <nats/nats.h>
