@@ -23,6 +23,7 @@
 #include <memory>
 #include <sstream>
 
+#include "space/nats/bcrypt.h"
 #include "space/nats/nats_layout.h"
 
 namespace acan::nats {
@@ -328,7 +329,10 @@ Status InitSecureDir(const SecureInitOptions& o) {
     ACAN_ASSIGN_OR_RETURN(std::string password, RandomHex(32));
     ACAN_RETURN_IF_ERROR(
         WriteText(In(o.dir, std::string(role) + ".password"), password + "\n", 0600));
-    conf << "    { user: " << Quoted(role) << ", password: " << Quoted(password)
+    // The server keeps only the password's bcrypt hash: its configuration lets no reader connect
+    // as a role. The clients present the password itself, from the role's file.
+    ACAN_ASSIGN_OR_RETURN(std::string hash, BcryptHash(password));
+    conf << "    { user: " << Quoted(role) << ", password: " << Quoted(hash)
          << ", permissions: " << RolePermissions(role, o.job, o.stream) << " }\n";
   }
   conf << "  ]\n}\n";

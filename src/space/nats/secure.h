@@ -8,7 +8,8 @@
 //   <role>.password                    the role's password (32 random bytes, hex)
 //   nats-server.conf                   a nats-server configuration fragment: TLS required
 //                                      (1.2 and up), client certificates verified against ca.pem,
-//                                      a user per role with the permissions below
+//                                      a user per role with the permissions below and the bcrypt
+//                                      hash of its password (bcrypt.h), never the password
 //   deployment.json                    the job and the stream the permissions are for
 //
 // Roles, for the job named at init: the job's own streams (nats_layout.h) and subjects only, so

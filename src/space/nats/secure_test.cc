@@ -16,8 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "acan/space.h"
+#include "space/nats/bcrypt.h"
 #include "space/nats/nats_space.h"
 
 namespace acan::nats {
@@ -98,6 +100,45 @@ TEST_F(SecureTest, InitWritesSecretsOnlyTheOwnerReadsAndNeverOverwritesACa) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("handler.password"), std::string::npos);
   fs::remove_all(partial);
+}
+
+// The configuration holds each role's password as a bcrypt hash, which the server started from it
+// (SetUpTestSuite: nats:local?secure=DIR) checks: the right password gets in, a wrong one not.
+TEST_F(SecureTest, TheServerConfigurationHoldsBcryptHashesThatTheServerChecks) {
+  std::stringstream conf;
+  conf << std::ifstream(SecureServerConfigPath(*dir_)).rdbuf();
+  for (std::string_view role : kSecureRoles) {
+    auto creds = LoadRoleCredentials(*dir_, role);
+    ASSERT_TRUE(creds.ok()) << creds.status().ToString();
+    EXPECT_EQ(conf.str().find(creds->password), std::string::npos) << role;
+    const std::string entry = fmt::format("{{ user: \"{}\", password: \"", role);
+    const size_t at = conf.str().find(entry);
+    ASSERT_NE(at, std::string::npos) << role << ": " << conf.str();
+    const size_t from = at + entry.size();
+    const std::string hash = conf.str().substr(from, conf.str().find('"', from) - from);
+    EXPECT_TRUE(hash.starts_with(fmt::format("$2a${:02}$", kBcryptCost))) << hash;
+    EXPECT_EQ(Bcrypt(creds->password, hash).value(), hash) << role;
+
+    // Straight to the server with libnats: no acan code between the password and the server.
+    auto connect = [&](const RoleCredentials& c) {
+      natsOptions* opts = nullptr;
+      EXPECT_EQ(natsOptions_Create(&opts), NATS_OK);
+      natsOptions_SetURL(opts, url_->c_str());
+      natsOptions_SetTimeout(opts, 2000);
+      natsOptions_SetMaxReconnect(opts, 0);
+      EXPECT_TRUE(ApplyCredentials(opts, c).ok());
+      natsConnection* nc = nullptr;
+      const natsStatus s = natsConnection_Connect(&nc, opts);
+      const std::string error = s == NATS_OK ? "" : nats_GetLastError(nullptr);
+      natsConnection_Destroy(nc);
+      natsOptions_Destroy(opts);
+      return error;
+    };
+    EXPECT_EQ(connect(*creds), "") << role;
+    RoleCredentials wrong = *creds;
+    wrong.password += "0";
+    EXPECT_NE(connect(wrong).find("Authorization Violation"), std::string::npos) << role;
+  }
 }
 
 TEST_F(SecureTest, EachRoleWritesOnlyWhatItMay) {
