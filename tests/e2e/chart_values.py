@@ -8,10 +8,14 @@ drawn MIN_UPDATES times (its own counter, <body data-updates>; or once, if the j
 ended first and the page stopped updating) and, with --epochs N, until its epochs chart holds N
 epochs at least (a slow build, under sanitizers, may draw twice before the first epoch ends),
 and then evaluates, in the page,
-for every canvas: Chart.getChart(canvas).data (labels, each dataset's label and data) and, per
-dataset, the value each drawn element stands for (getDatasetMeta(i).data, each element's pixel
-position read back through its scales). Writes {"errors", "updates", "charts": {id: ...}} to
-OUT_JSON. Fails when the page counted an error, or did not draw MIN_UPDATES times in 90 s.
+for every canvas: Chart.getChart(canvas).data (labels, each dataset's label and data), per
+dataset the value each drawn element stands for (getDatasetMeta(i).data, each element's pixel
+position read back through its scales; a bar's base too, which Chart.js puts on a whole pixel:
+y_per_pixel says how much a pixel is), and the text the page shows instead of a chart with
+nothing to draw (data-none; none_shown: that text shows, the plot hidden); and the header's
+facts as shown (<span data-fact=NAME>NAME <b>VALUE</b>). Writes {"errors",
+"updates", "facts": {name: text}, "charts": {id: ...}} to OUT_JSON. Fails when the page counted
+an error, or did not draw MIN_UPDATES times in 90 s.
 """
 import json
 import os
@@ -30,6 +34,10 @@ READ_BACK = r"""(() => {
     const bar = ch.config.type === "bar";
     charts[canvas.id] = {
       type: ch.config.type,
+      none: canvas.dataset.none || "",
+      none_shown: Boolean(canvas.dataset.none) && canvas.offsetParent === null &&
+        [...canvas.closest(".card").querySelectorAll(".none")].some(
+          p => p.offsetParent !== null && p.textContent === canvas.dataset.none),
       labels: ch.data.labels,
       datasets: ch.data.datasets.map((ds, i) => {
         const meta = ch.getDatasetMeta(i);
@@ -38,16 +46,22 @@ READ_BACK = r"""(() => {
           label: ds.label,
           data: ds.data,
           drawn: meta.data.map(el => bar
-            ? { index: Math.round(xs.getValueForPixel(el.x)), y: ys.getValueForPixel(el.y) }
+            ? { index: Math.round(xs.getValueForPixel(el.x)), y: ys.getValueForPixel(el.y),
+                base: ys.getValueForPixel(el.base) }
             : { x: xs.getValueForPixel(el.x), y: ys.getValueForPixel(el.y) }),
           y_range: [ys.min, ys.max],
+          y_per_pixel: Math.abs((ys.max - ys.min) / (ys.bottom - ys.top)),
         };
       }),
     };
   }
+  const facts = {};
+  for (const f of document.querySelectorAll("#facts [data-fact]")) {
+    facts[f.dataset.fact] = f.querySelector("b").textContent;
+  }
   return JSON.stringify({ errors: Number(document.body.dataset.errors),
                           error_text: (document.getElementById("errors") || {}).textContent || "",
-                          updates: Number(document.body.dataset.updates), charts });
+                          updates: Number(document.body.dataset.updates), facts, charts });
 })()"""
 
 

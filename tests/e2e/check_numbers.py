@@ -13,9 +13,11 @@
       by figure, exactly; every family on the page is checked or named as having no counterpart.
   check_numbers.py charts RUN_DIR CHARTS_JSON report|dashboard
       What the charts hold (chart_values.py, read from Chart.js) is what the run recorded:
-      metrics.csv's rows (the report: all of them; the dashboard: the rows it had fetched, the
-      first of the file), summary.json's epochs, per-handler work and crash counts; and each
-      drawn element stands where its value puts it.
+      metrics.csv's rows (the report: all of them, the throughput line up to the row that
+      applied the last step; the dashboard: the rows it had fetched, the first of the file),
+      summary.json's epochs, per-handler work and crash counts, recovery times; the share and
+      recovery bars as drawn (heights read back from their pixels); the header's steps; each
+      drawn element stands where its value puts it, and a chart with nothing to draw says so.
 """
 import csv
 import json
@@ -281,10 +283,11 @@ def dataset(charts, chart, label):
 
 def check_drawn(charts):
     """Each element drawn stands where its value puts it (the pixel read back through its
-    scale), so what the data says is what the reader sees."""
+    scale), so what the data says is what the reader sees; a bar rises from 0. A chart that says
+    it has nothing to draw is hidden and not looked at here (events_or_none checks it)."""
     n = 0
     for cid, c in charts["charts"].items():
-        if c is None:
+        if c is None or c["none"]:
             continue
         for ds in c["datasets"]:
             lo, hi = ds["y_range"]
@@ -294,27 +297,96 @@ def check_drawn(charts):
                      f"{len(ds['drawn'])} drawn")
             for i, (value, el) in enumerate(zip(ds["data"], ds["drawn"])):
                 y = value["y"] if isinstance(value, dict) else value
-                if abs(el["y"] - y) > 1e-6 * span:
+                if el["y"] is None or abs(el["y"] - y) > 1e-6 * span:
                     fail(f"{cid} '{ds['label']}' point {i}: value {y}, drawn at {el['y']}")
                 if isinstance(value, dict) and abs(el["x"] - value["x"]) > 1e-6 * max(
                         abs(value["x"]), 1):
                     fail(f"{cid} '{ds['label']}' point {i}: x {value['x']}, drawn at {el['x']}")
                 if not isinstance(value, dict) and el["index"] != i:
                     fail(f"{cid} '{ds['label']}' bar {i} drawn in slot {el['index']}")
+                # Chart.js sets a bar's base on a whole pixel: half a pixel from 0 at most.
+                if "base" in el and (el["base"] is None or
+                                     abs(el["base"]) > 0.5 * ds["y_per_pixel"] + 1e-9 * span):
+                    fail(f"{cid} '{ds['label']}' bar {i} rises from {el['base']}, not 0")
                 n += 1
     return n
 
 
-def series_against_csv(charts, rows, chart, label, column, scale=1.0):
+def bars(charts, chart, label):
+    """The heights of a bar chart's bars as drawn (read back from their pixels), in slot order."""
+    ds = dataset(charts, chart, label)
+    if charts["charts"][chart]["none"]:
+        fail(f"{chart} says '{charts['charts'][chart]['none']}' instead of its bars")
+    drawn = ds["drawn"]
+    if [el["index"] for el in drawn] != list(range(len(drawn))) or any(
+            el["y"] is None for el in drawn):
+        fail(f"{chart} '{label}': bars drawn as {drawn}")
+    return [el["y"] for el in drawn]
+
+
+def same_bars(what, got, want, span=1.0):
+    if len(got) != len(want) or any(abs(g - w) > 1e-9 * span for g, w in zip(got, want)):
+        fail(f"{what}: bars drawn at {got}, {want} from the run's records")
+
+
+def series_against_csv(charts, rows, chart, label, column, scale=1.0, last=None):
+    """The chart's points are metrics.csv's rows, the first of them; `last` (x, y), where given,
+    stands for the last row."""
     points = dataset(charts, chart, label)["data"]
     if len(points) > len(rows):
         fail(f"{chart} '{label}': {len(points)} points, metrics.csv has {len(rows)} rows")
     for i, p in enumerate(points):
         t, v = rows[i]["t_s"], rows[i][column]
+        if last and i == len(points) - 1:
+            t, v = (last[0], 1e-9 * abs(last[0])), (last[1], 1e-6 * abs(last[1]))
         if not close(p["x"], t) or not close(p["y"] * scale, (v[0], v[1])):
             fail(f"{chart} '{label}' point {i}: ({p['x']}, {p['y'] * scale}), metrics.csv row "
                  f"{i + 1}: t_s {t[0]}, {column} {v[0]}")
     return len(points)
+
+
+def training_rows(rows):
+    """metrics.csv's rows up to the one that applied the run's last step: a row after it (the
+    last epoch's held-out evaluation, the shutdown) measured no training, and the throughput line
+    leaves it off rather than fall to its 0 samples/s."""
+    last = rows[-1]["step"][0]
+    end = next(i for i, r in enumerate(rows) if r["step"][0] >= last)
+    return rows[: end + 1]
+
+
+def last_throughput(summary, rows):
+    """Where summary.json says when the last step was applied (last_step_t_s, to come from the
+    runtime), a last row sampled after it is drawn then, its samples over the time up to then
+    (the page's throughputPoints); None: drawn as it is."""
+    end = summary.get("last_step_t_s")
+    if end is None or len(rows) < 2:
+        return None
+    (t0, _), (t1, _), (rate, _) = rows[-2]["t_s"], rows[-1]["t_s"], rows[-1]["samples_per_s"]
+    return (end, rate * (t1 - t0) / (end - t0)) if t0 < end < t1 else None
+
+
+def steps_of(summary):
+    """The run's steps from summary.json: its `steps` where it has one (a manager's summary);
+    an in-process summary has none, and versions_applied / shards stands for it (one version per
+    shard and step in observe_numbers.sh's job, no momentum: `final` checks it against
+    metrics.csv's last step)."""
+    if "steps" in summary:
+        return summary["steps"]
+    return summary["updates"]["versions_applied"] // summary["updates"]["shards"]
+
+
+def events_or_none(charts, cid, events, kind):
+    """A chart says it has nothing to draw, in words where its plot would be, exactly when the
+    run had none of its events."""
+    c = charts["charts"].get(cid)
+    if c is None:
+        fail(f"no chart on {cid}")
+    if events and c["none"]:
+        fail(f"{kind}: {cid} says '{c['none']}', the run had {events}")
+    if not events and not (c["none"].startswith("none") and c["none_shown"]):
+        fail(f"{kind}: {cid} has nothing to draw and does not say so in words "
+             f"(data-none '{c['none']}', shown instead of the plot: {c['none_shown']})")
+    return c["none"]
 
 
 def charts_check(run, charts_path, kind):
@@ -322,24 +394,41 @@ def charts_check(run, charts_path, kind):
     summary = json.load(open(os.path.join(run, "summary.json")))
     rows = csv_rows(run)
     report = kind == "report"
-    n = series_against_csv(charts, rows, "c-throughput", "samples/s", "samples_per_s")
-    if report and n != len(rows):
-        fail(f"the report draws {n} throughput points, metrics.csv has {len(rows)} rows")
+    trained = training_rows(rows)
+    n = series_against_csv(charts, rows, "c-throughput", "samples/s", "samples_per_s",
+                           last=last_throughput(summary, trained) if report else None)
+    if report and n != len(trained):
+        fail(f"the report draws {n} throughput points, metrics.csv has {len(rows)} rows of "
+             f"which {len(trained)} run to the last step")
     if n < 2:
         fail(f"{kind}: {n} throughput points, too few to check")
+    fetched = 0
     for label, column in (("retransmitted (total)", "retransmitted"),
                           ("handler crashes (total)", "handler_crashes"),
                           ("manager crashes (total)", "manager_crashes")):
-        series_against_csv(charts, rows, "c-faults", label, column)
+        fetched = series_against_csv(charts, rows, "c-faults", label, column)
+    if report and fetched != len(rows):
+        fail(f"the report's fault chart holds {fetched} rows, metrics.csv has {len(rows)}")
     series_against_csv(charts, rows, "c-controller", "mean timeout (ms)", "mean_timeout_ms")
     series_against_csv(charts, rows, "c-controller", "pouch", "pouch")
     series_against_csv(charts, rows, "c-space", "tuples", "space_tuples")
     series_against_csv(charts, rows, "c-space", "MiB", "space_bytes", scale=1048576)
+    # The header: the run's steps, never its versions applied (one per shard and step). The
+    # dashboard's "step N / total" while it goes.
+    steps, facts = steps_of(summary), charts["facts"]
+    if report and facts.get("steps") != str(steps):
+        fail(f"report: the header says steps {facts.get('steps')!r}, summary.json {steps} "
+             f"(versions applied {summary['updates']['versions_applied']})")
+    if not report:
+        m = re.fullmatch(r"(\d+) / (\d+)", facts.get("step", ""))
+        if "steps" in facts or not m or int(m.group(2)) != steps or int(m.group(1)) > steps:
+            fail(f"dashboard: the header says {facts}, summary.json has {steps} steps")
     # Epochs: the summary's losses and held-out figures (the dashboard: the epochs ended so far).
     epochs = dataset(charts, "c-epochs", "training loss")["data"]
     losses = summary["loss_per_epoch"]
     if (report and len(epochs) != len(losses)) or not 0 < len(epochs) <= len(losses):
         fail(f"{kind}: {len(epochs)} epochs drawn, the summary has {len(losses)}")
+    events_or_none(charts, "c-epochs", len(epochs), kind)
     for i, p in enumerate(epochs):
         if p["x"] != i + 1 or not math.isclose(p["y"], losses[i], rel_tol=1e-12):
             fail(f"{kind}: epoch point {i}: {p}, summary loss_per_epoch[{i}] {losses[i]}")
@@ -352,7 +441,8 @@ def charts_check(run, charts_path, kind):
             if p["x"] != t["epoch"] or not math.isclose(p["y"], t[field], rel_tol=1e-12):
                 fail(f"{kind}: '{label}' point {p}, summary {field} {t[field]} of epoch "
                      f"{t['epoch']}")
-    # Faults: the report's last point is the run's total.
+    # Faults: the report's last point is the run's total; a run (or, on the dashboard, the rows
+    # fetched so far) without any says so instead of drawing a flat line at 0.
     faults = {label: dataset(charts, "c-faults", label)["data"][-1]["y"]
               for label in ("retransmitted (total)", "handler crashes (total)",
                             "manager crashes (total)")}
@@ -361,8 +451,11 @@ def charts_check(run, charts_path, kind):
                              "manager crashes (total)": summary["crashes"]["manager"]}:
         fail(f"report: the fault chart ends at {faults}, summary.json has retransmitted "
              f"{summary['tasks']['retransmitted']}, crashes {summary['crashes']}")
-    # Share of work: the report's is the summary's per-handler work; the dashboard's that of the
-    # last row it had, metrics.csv's row of that index.
+    said = [events_or_none(charts, "c-faults", sum(
+        r[c][0] for r in rows[:fetched]
+        for c in ("retransmitted", "handler_crashes", "manager_crashes")), kind)]
+    # Share of work, as drawn: the report's is the summary's per-handler work; the dashboard's
+    # that of the last row it had, metrics.csv's row of that index.
     handlers = summary["per_handler"]
     labels = charts["charts"]["c-share"]["labels"]
     if labels != [f"h{h['id']}" for h in handlers]:
@@ -370,37 +463,39 @@ def charts_check(run, charts_path, kind):
     if report:
         work = [h["work"] for h in handlers]
     else:
-        work = [rows[n - 1][f"h{h['id']}_work"][0] for h in handlers]
-    share = dataset(charts, "c-share", "share of work")["data"]
-    for h, got, w in zip(handlers, share, work):
-        if not math.isclose(got, w / sum(work), rel_tol=1e-9):
-            fail(f"{kind}: h{h['id']}'s share of work {got}, the run's {w} / {sum(work)}")
+        work = [rows[fetched - 1][f"h{h['id']}_work"][0] for h in handlers]
+    same_bars(f"{kind}: share of work of {labels}", bars(charts, "c-share", "share of work"),
+              [w / sum(work) for w in work])
     if report:  # of speed: the inverse of each one's mean slow-down over the rows
         speeds = [sum(r[f"h{h['id']}_speed"][0] for r in rows) / len(rows) for h in handlers]
     else:
-        speeds = [rows[n - 1][f"h{h['id']}_speed"][0] for h in handlers]
+        speeds = [rows[fetched - 1][f"h{h['id']}_speed"][0] for h in handlers]
     inverse = [1 / max(1, s) for s in speeds]
-    for h, got, v in zip(handlers, dataset(charts, "c-share", "share of speed")["data"], inverse):
-        if not math.isclose(got, v / sum(inverse), rel_tol=1e-9):
-            fail(f"{kind}: h{h['id']}'s share of speed {got}, {v / sum(inverse)} from the slow-downs")
+    same_bars(f"{kind}: share of speed of {labels} (slow-downs {speeds})",
+              bars(charts, "c-share", "share of speed"), [v / sum(inverse) for v in inverse])
+    recovered = ""
     if report:  # recovery: each lost task's crash to its redo, in power-of-two buckets from 1 ms
         recovery = summary["recovery"]
         ms = [x["done_ms"] for x in recovery.get("lost", []) if "done_ms" in x] or \
             recovery.get("handler_ms", [])
-        counts = dataset(charts, "c-recovery", "lost tasks")["data"]
+        said.append(events_or_none(charts, "c-recovery", len(ms), kind))
         want = []
         if ms:
             top = max(1, math.ceil(math.log2(max(max(ms), 1))))
             want = [0] * (top + 1)
             for v in ms:
                 want[min(top, max(0, math.ceil(math.log2(max(v, 1)))))] += 1
-        if counts != want:
-            fail(f"report: recovery histogram {counts}, from summary.json {want}")
+            same_bars("report: recovery histogram", bars(charts, "c-recovery", "lost tasks"),
+                      want, span=max(want))
+        elif dataset(charts, "c-recovery", "lost tasks")["data"]:
+            fail("report: no lost task in summary.json, bars in the recovery histogram")
+        recovered = f", {len(ms)} recoveries"
     drawn = check_drawn(charts)
-    recovered = f", {sum(counts)} recoveries" if report else ""
-    print(f"charts ({kind}): {n} rows of metrics.csv, {len(epochs)} epochs, per-handler shares and "
-          f"fault totals as recorded{recovered}; {drawn} drawn elements where their values put "
-          f"them")
+    nothing = "; ".join(s for s in said if s)
+    print(f"charts ({kind}): {n} rows of metrics.csv drawn of {len(rows)}, {len(epochs)} epochs, "
+          f"steps {steps} in the header, per-handler shares (drawn) and fault totals as "
+          f"recorded{recovered}; {drawn} drawn elements where their values put them"
+          + (f"; said instead of a chart: {nothing}" if nothing else ""))
 
 
 def main():

@@ -8,8 +8,12 @@
 #     the controller, crashes, per-handler tasks, work, busy time and crashes, the space.
 #  3. The live dashboard, loaded while the run goes, and the run's report.html (from the file,
 #     no network): the values Chart.js holds and draws, read back from Chart.js in headless
-#     chromium (chart_values.py), are metrics.csv's rows and summary.json's epochs, shares and
-#     fault totals (check_numbers.py).
+#     chromium (chart_values.py), are metrics.csv's rows and summary.json's epochs, shares (the
+#     bars' heights as drawn), recovery histogram and fault totals; the header's steps are the
+#     run's steps (not its versions applied); the throughput line ends at the last step
+#     (check_numbers.py).
+#  4. The report of a run of the same job with no crash: its recovery chart (and its fault chart,
+#     unless a timeout retransmitted a task) says "none in this run" instead of empty axes.
 # Usage: observe_numbers.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
@@ -84,4 +88,15 @@ check charts "$work/run" "$work/dashboard.json" dashboard
 /usr/bin/python3 "$here/chart_values.py" "file://$work/run/report.html" "$work/report.json" 1 \
   --proxy-server="socks5://127.0.0.1:9" --proxy-bypass-list="<-loopback>"
 check charts "$work/run" "$work/report.json" report
-echo "observe_numbers: /metrics monotonic, metrics.prom = summary.json, charts = the run's records"
+# 4. The same job, nothing injected.
+if ! "$acan" train "$work/job.toml" --out "$work/clean" --quiet --no-pin > "$work/clean.out" \
+    2> "$work/clean.err"; then
+  echo "FAIL: acan train (clean) failed:" >&2
+  cat "$work/clean.err" >&2
+  exit 1
+fi
+/usr/bin/python3 "$here/chart_values.py" "file://$work/clean/report.html" "$work/clean.json" 1 \
+  --proxy-server="socks5://127.0.0.1:9" --proxy-bypass-list="<-loopback>"
+check charts "$work/clean" "$work/clean.json" report
+echo "observe_numbers: /metrics monotonic, metrics.prom = summary.json, charts = the run's" \
+  "records; a run with no crash says so"

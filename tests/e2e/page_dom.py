@@ -3,7 +3,8 @@
 
 Usage: page_dom.py DOM_FILE NAME MIN_UPDATES CHART[=MIN_POINTS]...
 The page (src/obs/page.html) writes what it did on <body> (data-points, data-updates,
-data-errors, data-first-draw-ms) and each chart's point count on its canvas (data-points).
+data-errors, data-first-draw-ms) and each chart's point count on its canvas (data-points), and
+on the canvas of a chart with nothing to draw the words it shows instead (data-none).
 Fails when the page counted an error (a script error, a rejected promise, console.error), when
 it updated fewer than MIN_UPDATES times, or when a named chart holds fewer points than its
 MIN_POINTS (1 unless given)."""
@@ -26,6 +27,10 @@ def canvas(cid):
 
 
 counts = ", ".join(f"{c} {canvas(c)}" for c in charts)
+# A chart with nothing to draw says so instead (data-none on its canvas, the text where it was).
+said = re.findall(r'<canvas id="([^"]+)"[^>]*data-none="([^"]+)"', dom)
+if said:
+    counts += "; said instead of a chart: " + "; ".join(f"{c} '{t}'" for c, t in said)
 print(f"{name}: first charts drawn {attr('data-first-draw-ms')} ms after navigation; "
       f"{attr('data-points')} points, {attr('data-updates')} updates, "
       f"{attr('data-errors')} errors; {counts}")
