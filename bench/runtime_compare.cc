@@ -26,8 +26,8 @@
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "nn/trainer.h"
-#include "runtime/job_runner.h"
-#include "runtime/process.h"
+#include "runtime/run/job_runner.h"
+#include "runtime/run/process.h"
 
 using namespace acan;
 

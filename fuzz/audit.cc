@@ -1,7 +1,7 @@
 // The audit log reader: any bytes as an audit.jsonl file through ReadAuditFile, then
 // VerifyAuditLines with and without a model hash (and its tensors' hashes, which name what
 // differs). Property: a verdict is ok only with no bad line, and an empty file never verifies.
-#include "runtime/audit.h"
+#include "runtime/audit/audit.h"
 
 #include <cstdlib>
 

@@ -12,9 +12,9 @@
 #include "nn/plan.h"
 #include "nn/row_cache.h"
 #include "nn/safetensors.h"
-#include "runtime/local_inputs.h"
-#include "runtime/messages.h"
-#include "runtime/progress.h"
+#include "runtime/core/messages.h"
+#include "runtime/core/progress.h"
+#include "runtime/state/local_inputs.h"
 
 using namespace acan;
 namespace fs = std::filesystem;

@@ -2,15 +2,15 @@
 // done reports, the lease, the job descriptor, the manager's progress, and the keys of the job's
 // layout. The first byte picks the decoder, the rest is the value. Property: a task message that
 // decodes encodes back to a message that decodes to the same spec.
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 #include <cstdlib>
 #include <string_view>
 
 #include "nn/task.h"
-#include "runtime/layout.h"
-#include "runtime/local_inputs.h"
-#include "runtime/progress.h"
+#include "runtime/core/layout.h"
+#include "runtime/core/progress.h"
+#include "runtime/state/local_inputs.h"
 
 using namespace acan;
 

@@ -122,7 +122,7 @@ struct ManagerReport {
   bool applied_last_step = false;  // it finished the job (a standby may find it finished)
   // A chain job with task_size 0 over a network space: the grain the manager that made the job
   // chose (this one or another; steps 0 otherwise), and the two figures it came from
-  // (runtime/grain.h).
+  // (runtime/manager/grain.h).
   struct Grain {
     int64_t steps = 0;   // mini-batches per task
     double step_ms = 0;  // one mini-batch's compute here

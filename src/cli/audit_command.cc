@@ -1,7 +1,8 @@
 // `acan audit verify RUN_DIR/audit.jsonl [--model model.safetensors] [--ca ca.pem]
-// [--space URI [--job ID]]`: checks a job's audit log (runtime/audit.h): each record's hash, the
-// chain of prev hashes, the sequence numbers, the job_end at the end; with --model, that the model
-// is the one the job_end names (each tensor that is not its shard's final version named); with
+// [--space URI [--job ID]]`: checks a job's audit log (runtime/audit/audit.h): each record's hash,
+// the chain of prev hashes, the sequence numbers, the job_end at the end; with --model, that the
+// model is the one the job_end names (each tensor that is not its shard's final version named);
+// with
 // --ca, that a manager certificate of that CA signed every record; with --space, that the file is
 // the copy of the chain the space keeps. Exit 0 when it holds; 1 naming the first bad line and
 // what is wrong with it; 2 for a file or space that cannot be read.
@@ -15,7 +16,7 @@
 #include "acan/worker.h"
 #include "cli/commands.h"
 #include "nn/safetensors.h"
-#include "runtime/audit.h"
+#include "runtime/audit/audit.h"
 
 namespace acan::cli {
 

@@ -13,7 +13,7 @@
 #include "cli/experiment_support.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
-#include "runtime/process.h"
+#include "runtime/run/process.h"
 
 namespace acan::cli::experiment {
 

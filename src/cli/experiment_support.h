@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "nn/model.h"
-#include "runtime/job_runner.h"
+#include "runtime/run/job_runner.h"
 
 namespace acan::cli::experiment {
 

@@ -13,8 +13,8 @@
 #include "nn/dataset.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
-#include "runtime/process.h"
-#include "runtime/training.h"
+#include "runtime/api/training.h"
+#include "runtime/run/process.h"
 
 namespace acan::cli {
 

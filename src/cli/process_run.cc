@@ -26,17 +26,17 @@
 #include "cli/run_support.h"
 #include "common/split_mix.h"
 #include "nn/row_cache.h"
-#include "runtime/artefacts.h"
-#include "runtime/audit.h"
-#include "runtime/chaos_account.h"
-#include "runtime/layout.h"
-#include "runtime/lease.h"
-#include "runtime/live_view.h"
-#include "runtime/liveness.h"
-#include "runtime/process_view.h"
-#include "runtime/progress.h"
-#include "runtime/stall.h"
-#include "runtime/version_oracle.h"
+#include "runtime/audit/audit.h"
+#include "runtime/chaos/chaos_account.h"
+#include "runtime/core/layout.h"
+#include "runtime/core/progress.h"
+#include "runtime/run/artefacts.h"
+#include "runtime/state/lease.h"
+#include "runtime/state/liveness.h"
+#include "runtime/testing/version_oracle.h"
+#include "runtime/view/live_view.h"
+#include "runtime/view/process_view.h"
+#include "runtime/view/stall.h"
 #include "space/nats/nats_space.h"
 
 namespace acan::cli {
@@ -208,9 +208,9 @@ int RunProcesses(const JobConfig& job, const ProcessRunArgs& a) {
   if (!commands.ok()) return Fail(commands.status());
   const runtime::Layout layout(kJobId);
   // The exactly-once account kept apart from the processes that make it: every version,
-  // proposal and task of the job as it reaches the server (runtime/version_oracle.h).
+  // proposal and task of the job as it reaches the server (runtime/testing/version_oracle.h).
   runtime::VersionOracle oracle(kJobId, job.runtime.window);
-  // What the kills cost, from the same puts (runtime/chaos_account.h).
+  // What the kills cost, from the same puts (runtime/chaos/chaos_account.h).
   runtime::ChaosAccount account(layout);
   // The supervisor's /metrics and dashboard: the job as the watch sees it.
   std::shared_ptr<runtime::LiveView> view;

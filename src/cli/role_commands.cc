@@ -20,7 +20,7 @@
 #include "cli/commands.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
-#include "runtime/artefacts.h"
+#include "runtime/run/artefacts.h"
 
 namespace acan::cli {
 

@@ -7,8 +7,8 @@
 #include "acan/job.h"
 #include "acan/status.h"
 #include "acan/train.h"
-#include "runtime/job_runner.h"
-#include "runtime/training.h"
+#include "runtime/api/training.h"
+#include "runtime/run/job_runner.h"
 
 namespace acan::cli {
 

@@ -267,8 +267,9 @@ INSTANTIATE_TEST_SUITE_P(Strategies, PlanCase, testing::ValuesIn(Cases()), [](co
          std::to_string(c.stages) + (c.loss == LossKind::kMse ? "_mse" : "_ce");
 });
 
-// What a handler makes from its own copy of the data (runtime/local_inputs.h) is the manager's
-// tensor: the keys alone and each input made on its own agree with StepInputs, byte for byte.
+// What a handler makes from its own copy of the data (runtime/state/local_inputs.h) is the
+// manager's tensor: the keys alone and each input made on its own agree with StepInputs, byte for
+// byte.
 TEST_P(PlanCase, OneInputByKeyIsTheStepInputsTensor) {
   const JobConfig job = MakeJob(GetParam());
   Plan plan = *Plan::Create(job);

@@ -7,7 +7,7 @@
 # collection, the part of it in the de-duplication ids and block caches, its closed-connection
 # records); every 2 s, each process's peak RSS (VmHWM), so
 # that restarted roles are judged by their incarnations' peaks. soak_judge.py judges the samples:
-# after a warm-up (the first third: the bounded histories, runtime/decimated.h, are full after
+# after a warm-up (the first third: the bounded histories, runtime/core/decimated.h, are full after
 # 8.5 minutes), each series' least-squares slope, projected over the rest of the run, must stay
 # within its bound (listed there); fds, threads and processes may not exceed their first-half
 # peak by more than 2 in the second half. The run ends with SIGTERM: one process dies of it

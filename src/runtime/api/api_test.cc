@@ -14,7 +14,7 @@
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "obs/http_server.h"
-#include "runtime/local_inputs.h"
+#include "runtime/state/local_inputs.h"
 #include "space/space_wrapper.h"
 
 namespace acan {

@@ -1,4 +1,4 @@
-#include "runtime/training.h"
+#include "runtime/api/training.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,8 +11,8 @@
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
 #include "obs/http_server.h"
-#include "runtime/live_view.h"
-#include "runtime/process.h"
+#include "runtime/run/process.h"
+#include "runtime/view/live_view.h"
 
 namespace acan {
 namespace runtime {
@@ -100,8 +100,8 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
     }
     if (settings.on_progress) settings.on_progress(ToTrainProgress(p, steps_per_epoch, epochs));
   };
-  // What the run shows while it goes: /metrics and the dashboard (runtime/live_view.h); and, served
-  // or not, its last metrics page when it is over (metrics.prom).
+  // What the run shows while it goes: /metrics and the dashboard (runtime/view/live_view.h); and,
+  // served or not, its last metrics page when it is over (metrics.prom).
   auto live = std::make_shared<LiveView>(
       obs::Labels{{"job", options.job_token}, {"role", "trainer"}},
       fmt::format("acan: training {} on {}", fmt::join(job.model.layers, "-"), options.space_uri),
@@ -244,8 +244,8 @@ Status WriteArtefacts(const std::string& dir, const TrainResult& result) {
     return Status::InvalidArgument("WriteArtefacts needs a TrainResult returned by acan::Train");
   }
   ACAN_RETURN_IF_ERROR(runtime::WriteArtefacts(dir, result.record->run, result.record->summary));
-  return runtime::WriteWhole((std::filesystem::path(dir) / "metrics.prom").string(),
-                             result.record->metrics_prom);
+  return acan::WriteWhole((std::filesystem::path(dir) / "metrics.prom").string(),
+                          result.record->metrics_prom);
 }
 
 }  // namespace acan

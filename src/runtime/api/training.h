@@ -12,8 +12,8 @@
 #include "acan/job.h"
 #include "acan/train.h"
 #include "nn/model.h"
-#include "runtime/artefacts.h"
-#include "runtime/job_runner.h"
+#include "runtime/run/artefacts.h"
+#include "runtime/run/job_runner.h"
 
 namespace acan {
 namespace internal {

@@ -1,4 +1,4 @@
-#include "runtime/audit.h"
+#include "runtime/audit/audit.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

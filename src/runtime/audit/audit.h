@@ -43,8 +43,8 @@
 #include <vector>
 
 #include "acan/space.h"
-#include "runtime/audit_signature.h"
-#include "runtime/layout.h"
+#include "runtime/audit/audit_signature.h"
+#include "runtime/core/layout.h"
 
 namespace acan::runtime {
 

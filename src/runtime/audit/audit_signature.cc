@@ -1,4 +1,4 @@
-#include "runtime/audit_signature.h"
+#include "runtime/audit/audit_signature.h"
 
 #include <fmt/format.h>
 #include <openssl/err.h>

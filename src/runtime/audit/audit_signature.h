@@ -1,5 +1,6 @@
-// Signatures on audit records (runtime/audit.h): in a secure deployment every record is signed
-// with the manager's certificate key, and carries that certificate, so that `acan audit verify
+// Signatures on audit records (runtime/audit/audit.h): in a secure deployment every record is
+// signed with the manager's certificate key, and carries that certificate, so that `acan audit
+// verify
 // --ca` can tell a chain its managers wrote from one re-hashed end to end by whoever holds the
 // file: only a certificate of the deployment's CA whose common name is acan-manager counts.
 // A record's "sig" is an ECDSA (or RSA) signature, SHA-256, over its "hash" (the hex digits);

@@ -1,7 +1,7 @@
 // The audit log (audit.h): a chain its writers extend without overwriting one another, and a
 // verifier that finds every kind of tampering (an altered, missing, reordered or inserted
 // record, a chain cut short, another model) and names the first bad line.
-#include "runtime/audit.h"
+#include "runtime/audit/audit.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

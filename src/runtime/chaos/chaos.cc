@@ -1,4 +1,4 @@
-#include "runtime/chaos.h"
+#include "runtime/chaos/chaos.h"
 
 #include <chrono>
 

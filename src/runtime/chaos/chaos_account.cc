@@ -1,8 +1,8 @@
-#include "runtime/chaos_account.h"
+#include "runtime/chaos/chaos_account.h"
 
-#include "runtime/env.h"
-#include "runtime/messages.h"
-#include "runtime/progress.h"
+#include "runtime/core/messages.h"
+#include "runtime/core/progress.h"
+#include "runtime/state/env.h"
 
 namespace acan::runtime {
 

@@ -19,8 +19,8 @@
 
 #include "acan/key.h"
 #include "acan/value.h"
-#include "runtime/layout.h"
-#include "runtime/telemetry.h"
+#include "runtime/core/layout.h"
+#include "runtime/view/telemetry.h"
 
 namespace acan::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/crashable_space.h"
+#include "runtime/chaos/crashable_space.h"
 
 namespace acan::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/controller.h"
+#include "runtime/core/controller.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // The controller on recorded latency traces: timeouts converge after a speed change, and a
 // slow-down of every handler at once does not set off a retransmission storm.
-#include "runtime/controller.h"
+#include "runtime/core/controller.h"
 
 #include <gtest/gtest.h>
 

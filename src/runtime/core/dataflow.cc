@@ -1,4 +1,4 @@
-#include "runtime/dataflow.h"
+#include "runtime/core/dataflow.h"
 
 #include <algorithm>
 #include <unordered_set>

@@ -16,7 +16,7 @@
 #include "acan/space.h"
 #include "nn/plan.h"
 #include "nn/task.h"
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
 
 namespace acan::runtime {
 
@@ -32,7 +32,7 @@ struct StepTask {
   std::vector<std::string> input_keys;  // what every copy reads, resolved at the first send
   Clock::time_point sent_at;
   Clock::time_point deadline;
-  // A copy for a faster handler (runtime/straggler.h): sent once at most, looked at from then.
+  // A copy for a faster handler (runtime/core/straggler.h): sent once at most, looked at from then.
   bool speculated = false;
   Clock::time_point straggler_check_at = Clock::time_point::max();
 };
@@ -66,7 +66,7 @@ struct StepFlow {
 // Removes what a step left in the space: the step marker first (a handler whose outputs land
 // from then on finds it gone and takes them back), its inputs, queued copies of its tasks, their
 // claims and every output. Tuples of other steps stay.
-// `inputs_in_space` false: the step's inputs were never put (runtime/local_inputs.h).
+// `inputs_in_space` false: the step's inputs were never put (runtime/state/local_inputs.h).
 void RemoveStep(Space* space, const Layout& layout, const StepFlow& step,
                 bool inputs_in_space = true);
 

@@ -1,7 +1,7 @@
 // A step's dataflow against an independent walk of the plan: running tasks as they become ready,
 // every task of every strategy becomes ready exactly once, and only after every tensor it reads
 // exists (an input of the step, or an output of a task run before it).
-#include "runtime/dataflow.h"
+#include "runtime/core/dataflow.h"
 
 #include <gtest/gtest.h>
 

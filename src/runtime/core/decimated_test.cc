@@ -1,6 +1,6 @@
 // Decimated: a series stays within its bound over any number of pushes, spans the whole run
 // evenly, and keeps a forced last entry.
-#include "runtime/decimated.h"
+#include "runtime/core/decimated.h"
 
 #include <gtest/gtest.h>
 

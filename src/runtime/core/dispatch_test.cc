@@ -1,4 +1,4 @@
-#include "runtime/dispatch.h"
+#include "runtime/core/dispatch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
 
 #include <fmt/format.h>
 

@@ -21,7 +21,7 @@
 //   <job>.m.data                     the job file, put before the manager loads its data, so that
 //                                    handlers load their copy meanwhile
 //   <job>.usage.<process>            a role process's traffic through the space, put as it exits
-//   <job>.audit.a<seq>               a cell: a record of the job's audit log (runtime/audit.h)
+//   <job>.audit.a<seq>               a cell: a record of the job's audit log (runtime/audit/audit.h)
 // clang-format on
 //
 // Task and tensor keys are "<verb>.s<step>[.<tag><n>...]" (nn::Plan); state keys have no step.

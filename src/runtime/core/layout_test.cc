@@ -1,6 +1,6 @@
 // The key codec: every key a builder makes parses back to what built it; anything else is
 // refused with the key named.
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
 
 #include <gtest/gtest.h>
 

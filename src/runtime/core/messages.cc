@@ -1,4 +1,4 @@
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // Task messages: what the manager encodes (a spec encoded once at admission, the attempt and the
 // resolved input keys at each send) is what a handler decodes; a damaged message is refused.
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "nn/plan.h"
-#include "runtime/progress.h"
+#include "runtime/core/progress.h"
 
 namespace acan::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/progress.h"
+#include "runtime/core/progress.h"
 
 #include <nlohmann/json.hpp>
 

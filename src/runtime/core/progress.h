@@ -25,7 +25,7 @@ struct Progress {
   int64_t completed = 0;
   int64_t retransmitted = 0;
   int64_t duplicates_discarded = 0;
-  // Copies of stragglers' tasks for faster handlers (runtime/straggler.h): neither dispatched
+  // Copies of stragglers' tasks for faster handlers (runtime/core/straggler.h): neither dispatched
   // nor retransmitted (nothing was lost); the copy that loses is a discarded duplicate.
   int64_t speculated = 0;
   int64_t deadlines_extended = 0;  // deadlines passed while a live handler held the task

@@ -1,4 +1,4 @@
-#include "runtime/straggler.h"
+#include "runtime/core/straggler.h"
 
 #include <algorithm>
 

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "nn/task.h"
-#include "runtime/controller.h"
+#include "runtime/core/controller.h"
 
 namespace acan::runtime {
 

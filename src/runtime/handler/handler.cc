@@ -1,4 +1,4 @@
-#include "runtime/handler.h"
+#include "runtime/handler/handler.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +10,7 @@
 #include "common/kill_point.h"
 #include "nn/executor.h"
 #include "nn/plan.h"
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 namespace acan::runtime {
 
@@ -360,6 +360,24 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   stats_->io_ns.fetch_add(std::max<int64_t>(0, in_hand_ns - exec_ns));
   stats_->work.fetch_add(nn::TaskWork(m.spec));
   return Outcome::kDone;
+}
+
+HandlerReport ReportOf(int id, const HandlerStats& st) {
+  HandlerReport r;
+  r.id = id;
+  r.tasks = st.tasks.load();
+  r.busy_s = double(st.busy_ns.load()) / 1e9;
+  r.kernel_s = double(st.kernel_ns.load()) / 1e9;
+  r.io_s = double(st.io_ns.load()) / 1e9;
+  r.work = st.work.load();
+  r.lost_s = double(st.lost_ns.load()) / 1e9;
+  r.idle_s = double(st.idle_ns.load()) / 1e9;
+  r.speed = st.speed.load();
+  r.crashes = st.crashes.load();
+  r.missing_inputs = st.missing_inputs.load();
+  r.bad_tuples = st.bad_tuples.load();
+  r.reused = st.reused.load();
+  return r;
 }
 
 }  // namespace acan::runtime

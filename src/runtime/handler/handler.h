@@ -17,13 +17,14 @@
 
 #include "acan/space.h"
 #include "nn/task.h"
-#include "runtime/buffer_pool.h"
-#include "runtime/env.h"
-#include "runtime/layout.h"
-#include "runtime/liveness.h"
-#include "runtime/local_inputs.h"
-#include "runtime/messages.h"
-#include "runtime/trace.h"
+#include "runtime/core/layout.h"
+#include "runtime/core/messages.h"
+#include "runtime/core/records.h"
+#include "runtime/state/buffer_pool.h"
+#include "runtime/state/env.h"
+#include "runtime/state/liveness.h"
+#include "runtime/state/local_inputs.h"
+#include "runtime/view/trace.h"
 
 namespace acan::runtime {
 
@@ -68,13 +69,16 @@ struct HandlerOptions {
   // Asked when a take finds nothing (at most once a `poll`): true ends Run (the job is over).
   // Null: never.
   std::function<bool()> until;
-  // Makes the step inputs a task names by reference (runtime/local_inputs.h); null: this handler
-  // has no copy of the data, and reports such inputs missing.
+  // Makes the step inputs a task names by reference (runtime/state/local_inputs.h); null: this
+  // handler has no copy of the data, and reports such inputs missing.
   LocalInputs* local_inputs = nullptr;
   // Called once a task's report is in the space, with its kernel's time (0: done from outputs
   // already there) and the slow-down it ran at: what an observer of redos sees. Null: nothing.
   std::function<void(const std::string& task_key, int64_t exec_ns, double speed)> on_reported;
 };
+
+// A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
+HandlerReport ReportOf(int id, const HandlerStats& stats);
 
 class Handler {
  public:
@@ -94,10 +98,7 @@ class Handler {
   // abandons the pouch in hand: its tasks are lost, as on a real processor.
   void Run(const std::atomic<bool>& stop);
 
-  struct AbandonedTask {
-    std::string key;  // the task key
-    int64_t step = 0;
-  };
+  using AbandonedTask = runtime::AbandonedTask;
   // After Run returned because of `stop`: the tasks it had begun and not finished.
   const std::vector<AbandonedTask>& abandoned() const { return abandoned_; }
 

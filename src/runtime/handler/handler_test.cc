@@ -1,5 +1,5 @@
 // A handler on its own, on one thread and a clock the test moves: what it counts of its time.
-#include "runtime/handler.h"
+#include "runtime/handler/handler.h"
 
 #include <gtest/gtest.h>
 

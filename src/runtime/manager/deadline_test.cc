@@ -1,5 +1,5 @@
-// The manager's deadline paths on a clock the test moves (runtime/env.h's ManualEnv), with the
-// test playing the handler: a task whose deadline passes is sent again only when nothing in the
+// The manager's deadline paths on a clock the test moves (runtime/state/env.h's ManualEnv), with
+// the test playing the handler: a task whose deadline passes is sent again only when nothing in the
 // space says it is still coming, and with the reason that the space shows. Nothing here sleeps
 // for a deadline: each case sets up the claim and alive tuples, jumps the clock past the deadline
 // and waits for the manager to act (or to look, for the cases where it must not act).
@@ -14,10 +14,10 @@
 
 #include "nn/dataset.h"
 #include "nn/model.h"
-#include "runtime/env.h"
-#include "runtime/manager.h"
-#include "runtime/messages.h"
-#include "runtime/trace.h"
+#include "runtime/core/messages.h"
+#include "runtime/manager/manager.h"
+#include "runtime/state/env.h"
+#include "runtime/view/trace.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {

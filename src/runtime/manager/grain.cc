@@ -1,4 +1,4 @@
-#include "runtime/grain.h"
+#include "runtime/manager/grain.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "nn/plan.h"
-#include "runtime/probe.h"
+#include "runtime/manager/probe.h"
 
 namespace acan::runtime {
 

@@ -16,7 +16,7 @@
 #include "acan/space.h"
 #include "nn/dataset.h"
 #include "nn/model.h"
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
 
 namespace acan::runtime {
 

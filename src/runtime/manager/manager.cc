@@ -1,4 +1,4 @@
-#include "runtime/manager.h"
+#include "runtime/manager/manager.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,14 +10,13 @@
 #include "acan/job.h"
 #include "nn/executor.h"
 #include "nn/model.h"
-#include "runtime/confirmed_put.h"
-#include "runtime/handler.h"
-#include "runtime/messages.h"
-#include "runtime/probe.h"
+#include "runtime/core/messages.h"
+#include "runtime/manager/probe.h"
+#include "runtime/state/confirmed_put.h"
 
 namespace acan::runtime {
 
-// The shortest manager turn a trace records (runtime/trace.h).
+// The shortest manager turn a trace records (runtime/view/trace.h).
 constexpr auto kTraceMinSlice = std::chrono::microseconds(200);
 
 using std::chrono::duration_cast;
@@ -780,8 +779,8 @@ Clock::time_point Manager::NextWake() const {
   return wake;
 }
 
-// The first manager of a job times one step's tasks (runtime/probe.h), within a quarter of its
-// lease.
+// The first manager of a job times one step's tasks (runtime/manager/probe.h), within a quarter of
+// its lease.
 void Manager::ProbeTasks() {
   const int64_t step = progress_.next_step;
   std::unordered_map<std::string, std::vector<float>> state;

@@ -32,30 +32,23 @@
 #include "nn/dataset.h"
 #include "nn/model.h"
 #include "nn/plan.h"
-#include "runtime/audit.h"
-#include "runtime/controller.h"
-#include "runtime/dataflow.h"
-#include "runtime/dispatch.h"
-#include "runtime/env.h"
-#include "runtime/fenced_space.h"
-#include "runtime/layout.h"
-#include "runtime/lease.h"
-#include "runtime/liveness.h"
-#include "runtime/local_inputs.h"
-#include "runtime/progress.h"
-#include "runtime/straggler.h"
-#include "runtime/trace.h"
-#include "runtime/version_store.h"
+#include "runtime/audit/audit.h"
+#include "runtime/core/controller.h"
+#include "runtime/core/dataflow.h"
+#include "runtime/core/dispatch.h"
+#include "runtime/core/layout.h"
+#include "runtime/core/progress.h"
+#include "runtime/core/records.h"
+#include "runtime/core/straggler.h"
+#include "runtime/state/env.h"
+#include "runtime/state/fenced_space.h"
+#include "runtime/state/lease.h"
+#include "runtime/state/liveness.h"
+#include "runtime/state/local_inputs.h"
+#include "runtime/state/version_store.h"
+#include "runtime/view/trace.h"
 
 namespace acan::runtime {
-
-// What a manager has in flight (for a stall report).
-struct FlightStatus {
-  int64_t next_step = 0;   // the oldest step not yet applied
-  int64_t admitted = 0;    // steps [next_step, admitted) are in flight
-  int64_t tasks_sent = 0;  // sent and not yet done
-  int64_t tasks_held = 0;  // ready, held back until the pouch has room
-};
 
 struct ManagerOptions {
   std::string owner = "manager";  // this manager's name in the lease
@@ -69,8 +62,8 @@ struct ManagerOptions {
   bool adapt_task_size = false;
   bool probe = true;  // time one step's tasks locally to set the first timeouts
   // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
-  // (runtime/straggler.h). Off (the default: the slow copy's work is thrown away), the window waits
-  // for a slow handler's task as long as its claim is live.
+  // (runtime/core/straggler.h). Off (the default: the slow copy's work is thrown away), the window
+  // waits for a slow handler's task as long as its claim is live.
   bool speculate = false;
   std::chrono::milliseconds lease{1000};
   ControllerOptions controller;
@@ -108,8 +101,8 @@ class Manager {
   // the job's state tuple is already there. Call once before the first manager runs.
   // With `descriptor`, its tuple goes in first: how a process joining the job finds it, and
   // whether the job's handlers make its step inputs from their own copy of the data
-  // (runtime/local_inputs.h) instead of reading them from the space.
-  // The job's audit log (runtime/audit.h) starts here, with a job_start record.
+  // (runtime/state/local_inputs.h) instead of reading them from the space.
+  // The job's audit log (runtime/audit/audit.h) starts here, with a job_start record.
   // With `signer`, its records are signed (a secure deployment's manager key).
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor = nullptr,
@@ -197,7 +190,8 @@ class Manager {
   ManagerOptions options_;
   const Env* env_;  // deadlines, task times and the lease are on its clock
   Lease lease_;
-  // Everything else goes through the fence: no write without the lease (runtime/fenced_space.h).
+  // Everything else goes through the fence: no write without the lease
+  // (runtime/state/fenced_space.h).
   FencedSpace fenced_;
   Space* space_ = &fenced_;
   VersionStore versions_;

@@ -1,12 +1,12 @@
-// Manager: what it records in the job's audit log (runtime/audit.h): the lease it took and the
-// versions it found, handlers joining and leaving, refused (tampered) outputs, the job's end with
-// every shard's final version. See manager.h.
+// Manager: what it records in the job's audit log (runtime/audit/audit.h): the lease it took and
+// the versions it found, handlers joining and leaving, refused (tampered) outputs, the job's end
+// with every shard's final version. See manager.h.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "nn/model.h"
-#include "runtime/manager.h"
-#include "runtime/version_store.h"
+#include "runtime/manager/manager.h"
+#include "runtime/state/version_store.h"
 
 namespace acan::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/probe.h"
+#include "runtime/manager/probe.h"
 
 #include <algorithm>
 #include <span>

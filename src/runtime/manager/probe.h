@@ -14,7 +14,7 @@
 
 #include "nn/dataset.h"
 #include "nn/plan.h"
-#include "runtime/env.h"
+#include "runtime/state/env.h"
 
 namespace acan::runtime {
 

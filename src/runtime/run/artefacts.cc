@@ -1,4 +1,4 @@
-#include "runtime/artefacts.h"
+#include "runtime/run/artefacts.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 #include <set>
 
 #include "nn/trainer.h"
-#include "runtime/live_view.h"
+#include "runtime/view/live_view.h"
 
 namespace acan::runtime {
 
@@ -245,19 +245,6 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
   return WriteMetricsCsv(path, run.metrics, ids);
 }
 }  // namespace
-
-Status WriteWhole(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) return Status::Unavailable(fmt::format("cannot write '{}'", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable(fmt::format("cannot write '{}': {}", path, ec.message()));
-  return Status::Ok();
-}
 
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary) {
   std::error_code ec;

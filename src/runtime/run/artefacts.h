@@ -7,8 +7,9 @@
 
 #include "acan/job.h"
 #include "acan/status.h"
+#include "common/write_whole.h"
 #include "nn/dataset.h"
-#include "runtime/job_runner.h"
+#include "runtime/run/job_runner.h"
 
 namespace acan::runtime {
 
@@ -34,15 +35,13 @@ Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& r
                        const std::vector<int>& handler_ids);
 
 // Writes model.safetensors, metrics.csv, trace.json (when traced), summary.json, audit.jsonl (the
-// job's audit log, runtime/audit.h) and report.html into `dir` (created when missing).
+// job's audit log, runtime/audit/audit.h) and report.html into `dir` (created when missing).
 Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);
 
-// Writes `text` to `path` through a temporary file and a rename: a reader never sees half of it.
-Status WriteWhole(const std::string& path, const std::string& text);
 // Writes `records` (JSON lines) to `path` the same way.
 Status WriteAuditLines(const std::string& path, const std::vector<std::string>& records);
 
-// Writes <dir>/report.html (runtime/live_view.h) from what is in `dir`; a failure is logged as
+// Writes <dir>/report.html (runtime/view/live_view.h) from what is in `dir`; a failure is logged as
 // a warning, not returned: the page is a view of artefacts already written.
 Status WriteReportOrWarn(const std::string& dir);
 

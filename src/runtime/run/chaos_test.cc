@@ -8,9 +8,9 @@
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
-#include "runtime/job_runner.h"
-#include "runtime/version_oracle.h"
-#include "runtime/watched_run.h"
+#include "runtime/run/job_runner.h"
+#include "runtime/testing/version_oracle.h"
+#include "runtime/testing/watched_run.h"
 
 namespace acan::runtime {
 namespace {
@@ -274,9 +274,9 @@ TEST(ChaosTest, AStalledRunReportsWhatIsInFlightAndGivesUp) {
 }
 
 // A handler fifty times slower than the other holds a task the window waits on: the manager sends
-// one copy of it for the idle fast handler (runtime/straggler.h), the copy that comes second is a
-// discarded duplicate, and nothing changes in the weights; with speculation off, no copy is sent
-// and the weights are the same again.
+// one copy of it for the idle fast handler (runtime/core/straggler.h), the copy that comes second
+// is a discarded duplicate, and nothing changes in the weights; with speculation off, no copy is
+// sent and the weights are the same again.
 TEST(ChaosTest, AStragglersTaskIsCopiedForAFasterIdleHandler) {
   JobConfig job = Job("data", 4, 512);
   const auto [data, init, reference] = ReferenceRun(job);

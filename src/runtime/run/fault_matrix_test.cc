@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "runtime/chaos.h"
-#include "runtime/watched_run.h"
+#include "runtime/chaos/chaos.h"
+#include "runtime/testing/watched_run.h"
 #include "space/fault_space.h"
 #include "space/space_wrapper.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/job_runner.h"
+#include "runtime/run/job_runner.h"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -12,12 +12,12 @@
 
 #include "acan/worker.h"
 #include "nn/plan.h"
-#include "runtime/audit.h"
-#include "runtime/crashable_space.h"
-#include "runtime/decimated.h"
-#include "runtime/handler.h"
-#include "runtime/manager.h"
-#include "runtime/supervisor.h"
+#include "runtime/audit/audit.h"
+#include "runtime/chaos/crashable_space.h"
+#include "runtime/core/decimated.h"
+#include "runtime/handler/handler.h"
+#include "runtime/manager/manager.h"
+#include "runtime/run/supervisor.h"
 #include "space/census_space.h"
 
 namespace acan::runtime {
@@ -42,45 +42,6 @@ class CrashInTask final : public EnvWrapper {
 };
 
 }  // namespace
-
-MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::time_point start,
-                      Clock::time_point* last_at, int64_t* last_samples) {
-  const auto now = Clock::now();
-  MetricsRow row;
-  row.t_s = std::chrono::duration<double>(now - start).count();
-  int64_t samples = 0;
-  for (const auto& e : p.epochs) samples += e.rows;
-  const double dt = std::chrono::duration<double>(now - *last_at).count();
-  row.samples_per_s = dt > 0 ? double(samples - *last_samples) / dt : 0;
-  *last_samples = samples;
-  *last_at = now;
-  row.step = p.next_step;
-  row.task_size = p.task_size;
-  row.pouch = c.pouch;
-  row.completion_rate = c.completion_rate;
-  row.mean_timeout_ms = c.mean_timeout_ms;
-  row.timeouts_ms = c.timeouts_ms;
-  row.retransmitted = p.retransmitted;
-  return row;
-}
-
-HandlerReport ReportOf(int id, const HandlerStats& st) {
-  HandlerReport r;
-  r.id = id;
-  r.tasks = st.tasks.load();
-  r.busy_s = double(st.busy_ns.load()) / 1e9;
-  r.kernel_s = double(st.kernel_ns.load()) / 1e9;
-  r.io_s = double(st.io_ns.load()) / 1e9;
-  r.work = st.work.load();
-  r.lost_s = double(st.lost_ns.load()) / 1e9;
-  r.idle_s = double(st.idle_ns.load()) / 1e9;
-  r.speed = st.speed.load();
-  r.crashes = st.crashes.load();
-  r.missing_inputs = st.missing_inputs.load();
-  r.bad_tuples = st.bad_tuples.load();
-  r.reused = st.reused.load();
-  return r;
-}
 
 RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
                                  int64_t max_crashes) {

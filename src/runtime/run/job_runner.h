@@ -17,16 +17,15 @@
 #include "nn/dataset.h"
 #include "nn/model.h"
 #include "nn/task.h"
-#include "runtime/chaos.h"
-#include "runtime/controller.h"
-#include "runtime/progress.h"
-#include "runtime/stall.h"
-#include "runtime/telemetry.h"
-#include "runtime/trace.h"
+#include "runtime/chaos/chaos.h"
+#include "runtime/core/controller.h"
+#include "runtime/core/progress.h"
+#include "runtime/core/records.h"
+#include "runtime/view/stall.h"
+#include "runtime/view/telemetry.h"
+#include "runtime/view/trace.h"
 
 namespace acan::runtime {
-
-struct LiveSample;
 
 struct RunOptions {
   int handlers = 4;
@@ -43,7 +42,7 @@ struct RunOptions {
   bool pin_handlers = false;
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   // A copy of a task the window waits on for a faster idle handler when a slow one holds it
-  // (runtime/straggler.h; off by default: time bought with the slow copy's work).
+  // (runtime/core/straggler.h; off by default: time bought with the slow copy's work).
   bool speculate = false;
   std::chrono::milliseconds lease{500};
   ControllerOptions controller;
@@ -88,8 +87,8 @@ struct RunHooks {
   int64_t crash_in_task_every = 0;
   // Replayable crashes, by count rather than by the clock: incarnation i (from 1) of manager slot
   // m, from the moment it is active, dies at its manager_crash_at(m, i)-th write to the space (a
-  // put, before it lands, or a take that removed tuples, after: runtime/crashable_space.h), and
-  // incarnation i of handler h at its handler_crash_at(h, i)-th. 0 (or unset): it does not die.
+  // put, before it lands, or a take that removed tuples, after: runtime/chaos/crashable_space.h),
+  // and incarnation i of handler h at its handler_crash_at(h, i)-th. 0 (or unset): it does not die.
   std::function<int64_t(int slot, int64_t incarnation)> manager_crash_at;
   std::function<int64_t(int handler, int64_t incarnation)> handler_crash_at;
   // A paused manager: the active one sleeps this long once, after completing step
@@ -102,68 +101,6 @@ struct RunHooks {
   // (a range of 0: that role never dies).
   static RunHooks SeededCrashes(uint64_t seed, int64_t manager_range, int64_t handler_range,
                                 int64_t max_crashes);
-};
-
-// One row of metrics.csv.
-struct MetricsRow {
-  double t_s = 0;
-  double samples_per_s = 0;  // since the previous row
-  int64_t step = 0;
-  int64_t task_size = 0;
-  int64_t pouch = 0;
-  double completion_rate = 1;
-  double mean_timeout_ms = 0;
-  std::map<std::string, double> timeouts_ms;
-  std::vector<int64_t> handler_tasks;
-  std::vector<int64_t> handler_work;  // work each has done (floats its tasks read and wrote)
-  // Of it, the work of the reports the manager took (a copy reported second left out).
-  std::vector<int64_t> handler_useful_work;
-  std::vector<double> handler_speeds;
-  int64_t handler_crashes = 0;
-  int64_t manager_crashes = 0;
-  int64_t retransmitted = 0;  // tasks sent again, so far
-  int64_t space_tuples = -1;  // resident in the space now (-1: not known to this process)
-  int64_t space_bytes = -1;
-};
-
-// A metrics row's run-wide fields from the progress and the controller now: `t_s` since `start`,
-// samples_per_s since the previous row (`last_at`, `last_samples`: that row's, updated).
-MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::time_point start,
-                      Clock::time_point* last_at, int64_t* last_samples);
-
-struct HandlerReport {
-  int id = 0;
-  int64_t tasks = 0;
-  double busy_s = 0;
-  double kernel_s = 0;  // of busy_s, the kernels' own time (without a slow-down's wait)
-  double io_s = 0;      // tasks' time in hand outside busy_s (claims, reads, writes, reports)
-  int64_t work = 0;     // floats its tasks read and wrote: work done, independent of timing
-  double lost_s = 0;
-  // Waiting for a task with none in hand (HandlerStats::idle_ns); -1: not known (a view of the
-  // handler from its reports, as a supervisor has).
-  double idle_s = -1;
-  double idle_ratio = 0;
-  double speed = 1;
-  int64_t crashes = 0;
-  int64_t missing_inputs = 0;  // tasks not run for a missing input (reported to the manager)
-  int64_t bad_tuples = 0;      // undecodable task tuples
-  int64_t reused = 0;          // resent tasks whose outputs were in the space already
-};
-
-// A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
-HandlerReport ReportOf(int id, const HandlerStats& stats);
-
-// What a run shows while it goes (the dashboard, /metrics): taken with each metrics row.
-struct LiveSample {
-  MetricsRow row;
-  Progress progress;
-  ControllerSnapshot controller;
-  std::vector<HandlerReport> handlers;  // so far (busy, work, crashes, speed)
-  bool handler_times_known = true;      // false: of `handlers`, only tasks and work are known
-  SpaceStats space;
-  std::map<std::string, LatencyHistogram> task_latency;  // by class
-  int64_t stalls = 0;
-  bool finished = false;  // the last sample of the run
 };
 
 struct RunResult {

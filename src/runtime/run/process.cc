@@ -1,4 +1,4 @@
-#include "runtime/process.h"
+#include "runtime/run/process.h"
 
 #include <malloc.h>
 

@@ -8,8 +8,8 @@
 
 #include "nn/model.h"
 #include "nn/trainer.h"
-#include "runtime/job_runner.h"
-#include "runtime/watched_run.h"
+#include "runtime/run/job_runner.h"
+#include "runtime/testing/watched_run.h"
 #include "space/fault_space.h"
 
 namespace acan::runtime {
@@ -71,7 +71,8 @@ struct Prepared {
   Expected ref;
 };
 
-// Every run these tests make is also held to exactly-once by the oracle (runtime/watched_run.h).
+// Every run these tests make is also held to exactly-once by the oracle
+// (runtime/testing/watched_run.h).
 RunResult RunDistributed(const JobConfig& job, const nn::Model& init, const nn::Dataset& data,
                          RunOptions options, const RunHooks& hooks = {}) {
   auto r = RunWatched(job, data, init, options, hooks);

@@ -1,4 +1,4 @@
-#include "runtime/supervisor.h"
+#include "runtime/run/supervisor.h"
 
 #include <fmt/format.h>
 #include <pthread.h>
@@ -7,8 +7,8 @@
 
 #include <utility>
 
-#include "runtime/crashable_space.h"
-#include "runtime/liveness.h"
+#include "runtime/chaos/crashable_space.h"
+#include "runtime/state/liveness.h"
 
 namespace acan::runtime {
 

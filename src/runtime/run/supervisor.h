@@ -15,12 +15,12 @@
 #include "acan/job.h"
 #include "acan/space.h"
 #include "nn/dataset.h"
-#include "runtime/env.h"
-#include "runtime/handler.h"
-#include "runtime/job_runner.h"
-#include "runtime/layout.h"
-#include "runtime/manager.h"
-#include "runtime/telemetry.h"
+#include "runtime/core/layout.h"
+#include "runtime/handler/handler.h"
+#include "runtime/manager/manager.h"
+#include "runtime/run/job_runner.h"
+#include "runtime/state/env.h"
+#include "runtime/view/telemetry.h"
 
 namespace acan::runtime {
 

@@ -2,13 +2,13 @@
 // announced at once (alive tuple withdrawn, a restart notice), the pouch in hand goes back, the
 // task being run is lost and its claim removed once its step is closed, and the next incarnation
 // announces itself.
-#include "runtime/supervisor.h"
+#include "runtime/run/supervisor.h"
 
 #include <gtest/gtest.h>
 
 #include "nn/plan.h"
-#include "runtime/liveness.h"
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
+#include "runtime/state/liveness.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {

@@ -1,4 +1,4 @@
-#include "runtime/buffer_pool.h"
+#include "runtime/state/buffer_pool.h"
 
 namespace acan::runtime {
 

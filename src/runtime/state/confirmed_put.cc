@@ -1,4 +1,4 @@
-#include "runtime/confirmed_put.h"
+#include "runtime/state/confirmed_put.h"
 
 #include <fmt/format.h>
 

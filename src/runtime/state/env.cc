@@ -1,4 +1,4 @@
-#include "runtime/env.h"
+#include "runtime/state/env.h"
 
 #include <algorithm>
 #include <thread>

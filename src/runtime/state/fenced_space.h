@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/lease.h"
+#include "runtime/state/lease.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {

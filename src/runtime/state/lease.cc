@@ -1,4 +1,4 @@
-#include "runtime/lease.h"
+#include "runtime/state/lease.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "acan/space.h"
-#include "runtime/env.h"
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
+#include "runtime/state/env.h"
 
 namespace acan::runtime {
 

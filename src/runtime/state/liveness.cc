@@ -1,11 +1,11 @@
-#include "runtime/liveness.h"
+#include "runtime/state/liveness.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <limits>
 
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 namespace acan::runtime {
 

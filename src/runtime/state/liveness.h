@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "acan/space.h"
-#include "runtime/env.h"
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
+#include "runtime/state/env.h"
 
 namespace acan::runtime {
 

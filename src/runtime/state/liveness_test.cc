@@ -1,10 +1,10 @@
 // Liveness against mem:, on a clock the test moves: a claim is alive until its lease end, lapsed
 // after it, stale once its handler restarted, dead once its death was announced.
-#include "runtime/liveness.h"
+#include "runtime/state/liveness.h"
 
 #include <gtest/gtest.h>
 
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 namespace acan::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/local_inputs.h"
+#include "runtime/state/local_inputs.h"
 
 #include <fmt/format.h>
 

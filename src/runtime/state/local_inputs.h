@@ -31,8 +31,8 @@ struct JobDescriptor {
   std::string job_toml;       // ToToml(job)
   bool local_inputs = false;  // step inputs come from each handler's copy of the data
   std::string data_sha256;    // of the training rows (nn::DataSha256), when local_inputs
-  // The chain's grain, when the manager that made the job chose it (runtime/grain.h): what it
-  // measured, so that whichever manager ends the job reports it. 0: not chosen.
+  // The chain's grain, when the manager that made the job chose it (runtime/manager/grain.h): what
+  // it measured, so that whichever manager ends the job reports it. 0: not chosen.
   double grain_step_ms = 0;
   double grain_move_ms = 0;
 };

@@ -1,11 +1,11 @@
-#include "runtime/version_store.h"
+#include "runtime/state/version_store.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <climits>
 
-#include "runtime/confirmed_put.h"
+#include "runtime/state/confirmed_put.h"
 
 namespace acan::runtime {
 

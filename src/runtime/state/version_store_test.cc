@@ -1,6 +1,6 @@
 // The version store against mem:, one thread: versions found, applied by compare-and-set exactly
 // once, and dropped when nothing can read them.
-#include "runtime/version_store.h"
+#include "runtime/state/version_store.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/version_oracle.h"
+#include "runtime/testing/version_oracle.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "nn/plan.h"
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {

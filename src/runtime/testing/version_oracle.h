@@ -23,7 +23,7 @@
 
 #include "acan/job.h"
 #include "acan/space.h"
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
 
 namespace acan::runtime {
 

@@ -2,12 +2,12 @@
 // names each way a run can break exactly-once (a gap, a repeat with other bytes, a version out of
 // order, one not from any proposal, one from a proposal that landed after it, a run that stopped
 // short).
-#include "runtime/version_oracle.h"
+#include "runtime/testing/version_oracle.h"
 
 #include <gtest/gtest.h>
 
 #include "nn/plan.h"
-#include "runtime/messages.h"
+#include "runtime/core/messages.h"
 
 namespace acan::runtime {
 namespace {

@@ -1,6 +1,6 @@
 // For the runtime's tests: a synthetic job, its reference weights, and RunJob with the independent
-// oracle (runtime/version_oracle.h) beneath whatever the hooks wrap the space in, so that every run
-// a test makes, faulty or not, is also held to exactly-once by what landed in the space.
+// oracle (runtime/testing/version_oracle.h) beneath whatever the hooks wrap the space in, so that
+// every run a test makes, faulty or not, is also held to exactly-once by what landed in the space.
 #pragma once
 
 #include <fmt/format.h>
@@ -11,8 +11,8 @@
 #include "nn/dataset.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
-#include "runtime/job_runner.h"
-#include "runtime/version_oracle.h"
+#include "runtime/run/job_runner.h"
+#include "runtime/testing/version_oracle.h"
 
 namespace acan::runtime {
 

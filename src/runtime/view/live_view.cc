@@ -1,4 +1,4 @@
-#include "runtime/live_view.h"
+#include "runtime/view/live_view.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/write_whole.h"
 #include "obs/page.h"
-#include "runtime/artefacts.h"
 
 namespace acan::runtime {
 

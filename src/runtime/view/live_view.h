@@ -15,8 +15,8 @@
 
 #include "obs/exposition.h"
 #include "obs/http_server.h"
-#include "runtime/decimated.h"
-#include "runtime/job_runner.h"
+#include "runtime/core/decimated.h"
+#include "runtime/core/records.h"
 
 namespace acan::runtime {
 
@@ -55,7 +55,8 @@ class LiveView {
   nlohmann::json facts_;            // GUARDED_BY(mu_)
   std::optional<LiveSample> last_;  // GUARDED_BY(mu_)
   std::function<LiveSample()> source_;
-  Decimated<nlohmann::json> rows_;  // GUARDED_BY(mu_): the samples, bounded (runtime/decimated.h)
+  Decimated<nlohmann::json>
+      rows_;  // GUARDED_BY(mu_): the samples, bounded (runtime/core/decimated.h)
   std::vector<EpochPoint> epochs_;  // GUARDED_BY(mu_)
 };
 

@@ -1,14 +1,14 @@
 // LiveView against hand-made samples: the metrics carry what the sample says, under the names
 // docs/observability.md lists; the page's data holds every row and epoch; ReportData reads a run
 // directory written by WriteArtefacts back and names the file and line of a damaged one.
-#include "runtime/live_view.h"
+#include "runtime/view/live_view.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/artefacts.h"
+#include "runtime/run/artefacts.h"
 
 namespace acan::runtime {
 namespace {

@@ -1,10 +1,10 @@
-#include "runtime/process_view.h"
+#include "runtime/view/process_view.h"
 
 #include <algorithm>
 #include <tuple>
 
-#include "runtime/messages.h"
-#include "runtime/progress.h"
+#include "runtime/core/messages.h"
+#include "runtime/core/progress.h"
 
 namespace acan::runtime {
 

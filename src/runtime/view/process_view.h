@@ -15,8 +15,8 @@
 
 #include "acan/key.h"
 #include "acan/value.h"
-#include "runtime/layout.h"
-#include "runtime/live_view.h"
+#include "runtime/core/layout.h"
+#include "runtime/view/live_view.h"
 
 namespace acan::runtime {
 

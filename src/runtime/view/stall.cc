@@ -1,4 +1,4 @@
-#include "runtime/stall.h"
+#include "runtime/view/stall.h"
 
 #include <fmt/format.h>
 

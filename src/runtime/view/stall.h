@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/manager.h"
+#include "runtime/core/records.h"
 #include "space/census_space.h"
 
 namespace acan::runtime {

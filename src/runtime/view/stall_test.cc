@@ -1,7 +1,7 @@
 // StallWatch (stall.h): a report is due once no step completed for max(floor, 8 x the longest
 // timeout), again each time as long again passes, and a step puts it off. Judged by the clock
 // the test reads itself, never by how long a sleep took.
-#include "runtime/stall.h"
+#include "runtime/view/stall.h"
 
 #include <gtest/gtest.h>
 

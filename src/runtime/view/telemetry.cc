@@ -1,8 +1,8 @@
-#include "runtime/telemetry.h"
+#include "runtime/view/telemetry.h"
 
 #include <algorithm>
 
-#include "runtime/layout.h"
+#include "runtime/core/layout.h"
 
 namespace acan::runtime {
 
@@ -79,8 +79,7 @@ std::map<std::string, LatencyHistogram> Telemetry::TaskLatency() const {
   return task_latency_;
 }
 
-void Telemetry::OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost,
-                               Clock::time_point at) {
+void Telemetry::OnHandlerCrash(const std::vector<AbandonedTask>& lost, Clock::time_point at) {
   std::lock_guard lock(mu_);
   for (const auto& t : lost) {
     if (lost_.count(t.key)) continue;

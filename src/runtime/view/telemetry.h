@@ -14,12 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/controller.h"
-#include "runtime/env.h"
-#include "runtime/handler.h"
-#include "runtime/manager.h"
-#include "runtime/progress.h"
-#include "runtime/stall.h"
+#include "runtime/core/controller.h"
+#include "runtime/core/progress.h"
+#include "runtime/core/records.h"
+#include "runtime/state/env.h"
+#include "runtime/view/stall.h"
 
 namespace acan::runtime {
 
@@ -59,7 +58,7 @@ class Telemetry {
   // a crash lost it, its redo is done now, whether or not a manager reads the report.
   void OnReported(const std::string& task_key, int64_t exec_ns, double speed);
   // A handler crashed at `at`, losing these tasks: their redo's completion is timed from `at`.
-  void OnHandlerCrash(const std::vector<Handler::AbandonedTask>& lost, Clock::time_point at);
+  void OnHandlerCrash(const std::vector<AbandonedTask>& lost, Clock::time_point at);
   // The active manager crashed now: the next step's completion is timed from now.
   void OnManagerCrash();
   // Calls `hook` (on the manager's thread) when the n-th step completes.

@@ -1,12 +1,12 @@
 // Telemetry on a clock the test moves: recovery times are measured from the crash to the redo,
 // by class; the chaos calibration is the median step; a stall report says how long.
-#include "runtime/telemetry.h"
+#include "runtime/view/telemetry.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "runtime/artefacts.h"
+#include "runtime/run/artefacts.h"
 
 namespace acan::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/trace.h"
+#include "runtime/view/trace.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // back) every stream name, subject and inbox prefix it uses; the secure deployment's
 // permissions (secure.cc) are made from the same builders, so the two cannot drift apart.
 //
-// A key's first token is its namespace: a job's id (runtime/layout.h). Each namespace J has
+// A key's first token is its namespace: a job's id (runtime/core/layout.h). Each namespace J has
 // streams of its own, so that one job's permissions (a delete names a stream, not a subject)
 // reach that job only. With the stream prefix S (the URI's stream=, "acan" by default):
 //
