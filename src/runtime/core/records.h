@@ -82,6 +82,11 @@ struct FlightStatus {
   int64_t tasks_held = 0;  // ready, held back until the pouch has room
 };
 
+// Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed under a live
+// incarnation (its handler stopped: lost), only claims of restarted incarnations (lost), or only
+// claims of handlers announced dead (lost).
+enum class ClaimState { kNone, kAlive, kLapsed, kStale, kDead };
+
 // A task a handler had begun and not finished when it crashed.
 struct AbandonedTask {
   std::string key;  // the task key

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <thread>
 #include <unordered_set>
 
 #include "acan/job.h"
@@ -63,7 +62,8 @@ Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
 
 Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor,
-                        std::shared_ptr<const AuditSigner> signer) {
+                        std::shared_ptr<const AuditSigner> signer, const Env* env) {
+  if (env == nullptr) env = Env::Default();
   // Managers that start together all see a new job: the one that swaps the guard cell first sets
   // it up, the others wait for its state tuple. A guard whose holder did not finish within its
   // time (it died) is taken over, and the job set up again (copies of the same bytes).
@@ -73,14 +73,14 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
     ACAN_ASSIGN_OR_RETURN(auto existing, space->Read(layout.ManagerState()));
     if (existing.has_value()) return Status::Ok();  // resuming a job already in the space
     ACAN_ASSIGN_OR_RETURN(Cell cell, space->ReadCell(guard));
-    const int64_t now_ms = Env::Default()->WallNs() / 1000000;
+    const int64_t now_ms = env->WallNs() / 1000000;
     auto held = cell.revision == 0 ? Result<LeaseMessage>(Status::NotFound(""))
                                    : DecodeLeaseMessage(cell.value);
     if (!held.ok() || held->expires_ms < now_ms) {
       auto swapped = space->SwapCell(
           guard,
           EncodeLeaseMessage({"set-up", now_ms + std::chrono::milliseconds(kSetUpTime).count()}),
-          cell.revision, Deadline::After(kSetUpTime));
+          cell.revision, env->DeadlineAfter(kSetUpTime));
       if (swapped.ok()) break;
       if (swapped.status().code() != StatusCode::kFailedPrecondition &&
           !swapped.status().IsUnavailable()) {
@@ -88,7 +88,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
       }
       continue;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    env->SleepUntil(env->Now() + std::chrono::milliseconds(20));
   }
   if (descriptor != nullptr) {
     ACAN_ASSIGN_OR_RETURN(auto old, space->ReadAll(layout.JobDescriptor()));
@@ -259,14 +259,7 @@ Status Manager::Recover(ActiveStep& st) {
       ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
       held = claim == ClaimState::kAlive;
     }
-    t.dispatched = done || held;
-    t.done = done;
-    if (t.dispatched && !done) {  // queued or running: a fresh deadline instead of a second copy
-      dispatcher_.AddInFlight();
-      t.attempt = 1;
-      t.sent_at = env_->Now();
-      t.deadline = t.sent_at + controller_.Timeout(t.spec);
-    }
+    if (watch_.OnRecovered(t, done, held, env_->Now())) dispatcher_.AddInFlight();
   }
   for (TaskRun& t : st.tasks) {
     if (!t.done) continue;
@@ -336,12 +329,7 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool specul
   }
   const std::vector<std::string>& input_keys = t.input_keys;
   t.dispatched = true;
-  t.sent_at = env_->Now();
-  const auto timeout = controller_.Timeout(t.spec);
-  t.deadline = t.sent_at + timeout;
-  if (const auto fastest = stragglers_.Fastest(t.spec, -1); fastest && options_.speculate) {
-    t.straggler_check_at = t.sent_at + nanoseconds(static_cast<int64_t>(fastest->second));
-  }
+  const nanoseconds timeout = watch_.OnSent(t, env_->Now());
   if (speculative) {
     progress_.speculated++;
     if (options_.trace) {
@@ -410,7 +398,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   TaskRun& t = st.tasks[it->second.second];
   // Every copy's time tells how fast its handler is, the copy that came second too.
   if (msg->missing.empty() && msg->error.empty()) {
-    stragglers_.Observe(msg->handler, t.spec, msg->exec_ns);
+    watch_.OnReport(t, msg->handler, msg->exec_ns);
   }
   if (t.done) {
     progress_.duplicates_discarded++;
@@ -434,8 +422,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   progress_.completed++;
   progress_.by_type[std::string(nn::ToString(t.spec.type))]++;
   progress_.useful_task_s += double(msg->exec_ns) / 1e9;
-  if (t.attempt == 1)
-    controller_.Observe(t.spec, duration_cast<nanoseconds>(env_->Now() - t.sent_at));
+  watch_.OnDone(t, env_->Now());
   for (const std::string& out : t.spec.outputs) {
     if (nn::Plan::IsStateKey(out)) {
       Status applied = ApplyUpdate(out, st.step);
@@ -576,58 +563,66 @@ Status Manager::CheckClaimsNow() {
   ACAN_ASSIGN_OR_RETURN(auto claims, liveness_.AllClaims());
   for (auto& [step, st] : active_) {
     for (TaskRun& t : st.tasks) {
-      if (t.attempt == 0 || t.done || !t.dispatched) continue;
       auto found = claims.find(t.spec.key);
       if (found == claims.end()) continue;
-      const ClaimState claim = found->second;
-      if (claim != ClaimState::kStale && claim != ClaimState::kDead) continue;
-      // A known death, not a sign of congestion: the timeout stays as it is. Its claims go, so
-      // the next notice does not send the new copy again while it waits in the space.
+      const Decision d = TaskWatch::OnRestartNotice(t, found->second);
+      if (d.kind != Decision::Kind::kResend) continue;
+      // Its claims go, so the next notice does not send the new copy again while it waits in
+      // the space.
       liveness_.DropClaims(t.spec.key);
-      ACAN_RETURN_IF_ERROR(
-          Dispatch(st, t, claim == ClaimState::kDead ? "handler-died" : "handler-restarted"));
+      ACAN_RETURN_IF_ERROR(Dispatch(st, t, d.reason));
     }
   }
   return Status::Ok();
 }
 
+Status Manager::LookUp(Look look, const ActiveStep& st, const TaskRun& t, Seen* seen) {
+  switch (look) {
+    case Look::kQueued: {
+      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key)));
+      seen->queued = queued.has_value();
+      return Status::Ok();
+    }
+    case Look::kClaim: {
+      ACAN_ASSIGN_OR_RETURN(seen->claim, liveness_.ClaimOf(t.spec.key));
+      return Status::Ok();
+    }
+    case Look::kReported: {
+      ACAN_ASSIGN_OR_RETURN(auto reported, space_->Read(layout_.Done(t.spec.key)));
+      seen->reported = reported.has_value();
+      return Status::Ok();
+    }
+    case Look::kIdle: {
+      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.AnyTaskPattern()));
+      seen->idle = !queued.has_value();
+      return Status::Ok();
+    }
+    case Look::kClaimants: {
+      ACAN_ASSIGN_OR_RETURN(seen->claimants, liveness_.LiveClaimants(t.spec.key));
+      return Status::Ok();
+    }
+  }
+  (void)st;
+  return Status::Internal("unknown look");
+}
+
+// The loop of the deadlines: the watch decides, this carries out what it asks (looks in the
+// space, a retransmission).
 Status Manager::CheckDeadlines() {
   const auto now = env_->Now();
-  for (auto& [step, st] : active_) {
-    for (TaskRun& t : st.tasks) {
-      if (t.attempt == 0 || t.done || !t.dispatched || t.deadline > now) continue;
-      // Still queued in the space: nothing was lost, the handlers are just busy. Wait longer.
-      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key)));
-      if (queued.has_value()) {
-        t.deadline = now + controller_.Timeout(t.spec);
-        continue;
-      }
-      // Claimed by a live incarnation: slow, not lost (unless it has been far too long).
-      ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
-      const auto timeout = controller_.Timeout(t.spec);
-      if (claim == ClaimState::kAlive && now - t.sent_at < kHungFactor * timeout) {
-        t.deadline = now + timeout;
-        progress_.deadlines_extended++;
-        continue;
-      }
-      if (claim == ClaimState::kNone) {
-        // Done, its claim gone and its report landed after this loop took the reports: nothing
-        // is lost, the report is read on the next turn.
-        ACAN_ASSIGN_OR_RETURN(auto reported, space_->Read(layout_.Done(t.spec.key)));
-        if (reported.has_value()) {
-          t.deadline = now + timeout;
-          continue;
-        }
-      }
-      controller_.Backoff(t.spec);
-      liveness_.DropClaims(t.spec.key);
-      ACAN_RETURN_IF_ERROR(Dispatch(st, t,
-                                    claim == ClaimState::kNone     ? "timeout"
-                                    : claim == ClaimState::kStale  ? "handler-restarted"
-                                    : claim == ClaimState::kDead   ? "handler-died"
-                                    : claim == ClaimState::kLapsed ? "claim-lapsed"
-                                                                   : "hung"));
+  for (const TaskRef& ref : watch_.Due(active_, now)) {
+    ActiveStep& st = active_.at(ref.first);
+    TaskRun& t = st.tasks[ref.second];
+    Seen seen;
+    Decision d = watch_.OnDeadline(t, seen, now);
+    while (d.kind == Decision::Kind::kLook) {
+      ACAN_RETURN_IF_ERROR(LookUp(d.look, st, t, &seen));
+      d = watch_.OnDeadline(t, seen, now);
     }
+    if (d.kind == Decision::Kind::kExtend) progress_.deadlines_extended++;
+    if (d.kind != Decision::Kind::kResend) continue;
+    liveness_.DropClaims(t.spec.key);
+    ACAN_RETURN_IF_ERROR(Dispatch(st, t, d.reason));
   }
   return Status::Ok();
 }
@@ -639,38 +634,19 @@ Status Manager::CheckStragglers() {
   if (!options_.speculate || active_.empty()) return Status::Ok();
   const auto now = env_->Now();
   ActiveStep& st = active_.begin()->second;
-  std::optional<bool> idle;  // read once a turn, when a task is due for a look
+  std::optional<bool> idle;  // looked at once a turn, when a task is due for a look
   for (TaskRun& t : st.tasks) {
-    if (t.speculated || t.done || !t.dispatched || t.attempt == 0) continue;
-    if (t.straggler_check_at > now) continue;
-    // Past the moment any claimant could still be overtaken by a copy it is not looked at
-    // again: a manager that woke for each task of the step as long as it ran cost two handlers
-    // at full speed 14% of their throughput (docs/benchmarks.md, fourteenth session). The
-    // moment is judged on the times known now; one learnt later (a handler slowed down and
-    // reporting so) no longer reaches this task, only the next ones.
-    const auto until = stragglers_.WorthACopyUntilNs(t.spec);
-    if (until && double(duration_cast<nanoseconds>(now - t.sent_at).count()) >= *until) {
-      t.straggler_check_at = Clock::time_point::max();
-      continue;
+    Decision d = watch_.OnStragglerTick(t, now);
+    if (d.kind != Decision::Kind::kLook) continue;
+    Seen seen;
+    seen.idle = idle;
+    while ((d = watch_.OnStragglerSeen(t, seen, now)).kind == Decision::Kind::kLook) {
+      ACAN_RETURN_IF_ERROR(LookUp(d.look, st, t, &seen));
     }
-    // Looked at again after the fastest handler's time for it.
-    const auto fastest = stragglers_.Fastest(t.spec, -1);
-    t.straggler_check_at =
-        now + std::max<Clock::duration>(
-                  nanoseconds(static_cast<int64_t>(fastest ? fastest->second : 1e6)),
-                  std::chrono::microseconds(100));
-    if (!idle.has_value()) {
-      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.AnyTaskPattern()));
-      idle = !queued.has_value();
+    idle = seen.idle;
+    if (d.kind == Decision::Kind::kSpeculate) {
+      ACAN_RETURN_IF_ERROR(Send(st, t, nullptr, /*speculative=*/true));
     }
-    if (!*idle) continue;
-    // One live claimant: queued, lost (the deadlines' business) or run twice already otherwise.
-    ACAN_ASSIGN_OR_RETURN(std::vector<int> claimants, liveness_.LiveClaimants(t.spec.key));
-    if (claimants.size() != 1) continue;
-    const double elapsed = double(duration_cast<nanoseconds>(now - t.sent_at).count());
-    if (!stragglers_.WorthACopy(claimants[0], t.spec, elapsed)) continue;
-    t.speculated = true;
-    ACAN_RETURN_IF_ERROR(Send(st, t, nullptr, /*speculative=*/true));
   }
   return Status::Ok();
 }
@@ -763,20 +739,7 @@ Status Manager::FinalizeSteps() {
 }
 
 Clock::time_point Manager::NextWake() const {
-  Clock::time_point wake = std::min(lease_.renew_at(), env_->Now() + milliseconds(100));
-  for (const auto& [step, st] : active_) {
-    for (const TaskRun& t : st.tasks) {
-      if (t.attempt > 0 && !t.done && t.dispatched) wake = std::min(wake, t.deadline);
-    }
-  }
-  if (!active_.empty()) {  // stragglers are looked for in the oldest step only
-    for (const TaskRun& t : active_.begin()->second.tasks) {
-      if (t.attempt > 0 && !t.done && t.dispatched && !t.speculated) {
-        wake = std::min(wake, t.straggler_check_at);
-      }
-    }
-  }
-  return wake;
+  return watch_.NextWake(active_, std::min(lease_.renew_at(), env_->Now() + milliseconds(100)));
 }
 
 // The first manager of a job times one step's tasks (runtime/manager/probe.h), within a quarter of
@@ -820,12 +783,12 @@ void Manager::ProbeTasks() {
 // its cost is in proportion to the steps in flight, not to the history of the job.
 Status Manager::Run(const std::atomic<bool>& crash) {
   ACAN_RETURN_IF_ERROR(lease_.Acquire(crash));
-  const auto active_at = Clock::now();
+  const auto active_at = env_->Now();
   if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
   ACAN_RETURN_IF_ERROR(AuditLease());
   if (progress_.finished) {  // a predecessor applied the last step: nothing is in flight
-    if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
+    if (options_.on_recovered) options_.on_recovered(env_->Now() - active_at);
     return Status::Ok();
   }
   if (options_.probe && progress_.task_ns.empty()) {
@@ -837,7 +800,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   recover_steps_ = 0;  // a predecessor never had more steps in flight than these
   queued_at_start_.reset();
   ACAN_RETURN_IF_ERROR(FinalizeSteps());
-  if (options_.on_recovered) options_.on_recovered(Clock::now() - active_at);
+  if (options_.on_recovered) options_.on_recovered(env_->Now() - active_at);
   const Pattern done = layout_.DonePattern();
   while (progress_.next_step < total_steps_) {
     if (crash.load()) return Status::Cancelled(options_.owner + " crashed");
@@ -848,8 +811,8 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     // that jumps is seen within that).
     const auto wait = std::clamp<Clock::duration>(NextWake() - env_->Now(), Clock::duration(0),
                                                   milliseconds(100));
-    auto dones = space_->Take(done, 256, Deadline::After(wait));
-    const auto begin = Clock::now();
+    auto dones = space_->Take(done, 256, env_->DeadlineAfter(wait));
+    const auto begin = env_->Now();
     if (dones.ok()) {
       for (const Tuple& d : *dones) ACAN_RETURN_IF_ERROR(OnDone(d));
       ACAN_RETURN_IF_ERROR(DispatchReady());
@@ -857,14 +820,14 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     } else if (!dones.status().IsTimeout()) {
       return dones.status();
     }
-    const auto dispatched = Clock::now();
+    const auto dispatched = env_->Now();
     ACAN_RETURN_IF_ERROR(CheckDeadlines());
     ACAN_RETURN_IF_ERROR(CheckStragglers());
     ACAN_RETURN_IF_ERROR(FinalizeSteps());
     if (options_.trace && dones.ok()) {
       // Only slices long enough to see: the manager's turns are most of a trace's events, and
       // recording each cost the flagship run 14% (bench/observe_overhead.sh).
-      const auto end = Clock::now();
+      const auto end = env_->Now();
       if (dispatched - begin >= kTraceMinSlice) {
         options_.trace->Slice(TraceRecorder::kManagerLane, fmt::format("{} done", dones->size()),
                               "manager", begin, dispatched);
@@ -884,12 +847,12 @@ Status Manager::AdmitAhead() {
   bool admitted = false;
   while (static_cast<int64_t>(active_.size()) < options_.window + 1 && next_admit_ < total_steps_ &&
          versions_.Min() >= next_admit_ - options_.window) {
-    const auto begin = Clock::now();
+    const auto begin = env_->Now();
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
     admitted = true;
     if (options_.trace) {
       options_.trace->Slice(TraceRecorder::kManagerLane, fmt::format("admit s{}", next_admit_ - 1),
-                            "manager", begin, Clock::now());
+                            "manager", begin, env_->Now());
     }
   }
   if (admitted) ReportFlight();

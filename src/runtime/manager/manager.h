@@ -40,6 +40,7 @@
 #include "runtime/core/progress.h"
 #include "runtime/core/records.h"
 #include "runtime/core/straggler.h"
+#include "runtime/core/task_watch.h"
 #include "runtime/state/env.h"
 #include "runtime/state/fenced_space.h"
 #include "runtime/state/lease.h"
@@ -103,10 +104,12 @@ class Manager {
   // whether the job's handlers make its step inputs from their own copy of the data
   // (runtime/state/local_inputs.h) instead of reading them from the space.
   // The job's audit log (runtime/audit/audit.h) starts here, with a job_start record.
-  // With `signer`, its records are signed (a secure deployment's manager key).
+  // With `signer`, its records are signed (a secure deployment's manager key). Its clock and
+  // waits are `env`'s (null: Env::Default()).
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor = nullptr,
-                        std::shared_ptr<const AuditSigner> signer = nullptr);
+                        std::shared_ptr<const AuditSigner> signer = nullptr,
+                        const Env* env = nullptr);
 
   // Waits for the lease (as a standby), then runs or resumes the job until every step has been
   // applied. Returns Cancelled when `crash` is set: the manager stops at once, as if killed,
@@ -155,8 +158,8 @@ class Manager {
   Status CheckDeadlines();
   Status CheckClaimsNow();
   Status CheckStragglers();
-  // A claimed task is sent again anyway after this many timeouts (a hung handler).
-  static constexpr int kHungFactor = 16;
+  // Finds out in the space what `watch_` asked about task `t` of step `st`, into `seen`.
+  Status LookUp(Look look, const ActiveStep& st, const TaskRun& t, Seen* seen);
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
   Status CleanupLeftStep();
@@ -199,6 +202,7 @@ class Manager {
   Dispatcher dispatcher_;
   Controller controller_;
   StragglerWatch stragglers_;
+  TaskWatch watch_{&controller_, &stragglers_, options_.speculate};  // the decisions on tasks
   std::unique_ptr<nn::Batcher> batcher_;
   std::map<int64_t, nn::Plan> plans_;  // by task size
   const nn::Plan* plan_ = nullptr;     // the plan new steps use

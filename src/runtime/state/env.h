@@ -41,6 +41,9 @@ class Env {
   // The wall clock in nanoseconds since the epoch: claim leases compare it across processes.
   virtual int64_t WallNs() const = 0;
   virtual void SleepUntil(Clock::time_point t) const = 0;
+  // The deadline of a wait on a space `d` from now on this Env's clock. A space waits in real
+  // time, so a ManualEnv's is real too (Default's: Deadline::After).
+  virtual Deadline DeadlineAfter(Clock::duration d) const { return Deadline::After(d); }
   // How many times slower than its kernel a task runs here (1: full speed).
   virtual double SlowDown() const = 0;
   // Runs a task's kernel (nn::ExecuteTask), and whatever else this Env makes of it.
@@ -58,6 +61,7 @@ class EnvWrapper : public Env {
   Clock::time_point Now() const override { return target_->Now(); }
   int64_t WallNs() const override { return target_->WallNs(); }
   void SleepUntil(Clock::time_point t) const override { target_->SleepUntil(t); }
+  Deadline DeadlineAfter(Clock::duration d) const override { return target_->DeadlineAfter(d); }
   double SlowDown() const override { return target_->SlowDown(); }
   Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
                      std::vector<std::vector<float>>* outputs,

@@ -15,14 +15,10 @@
 
 #include "acan/space.h"
 #include "runtime/core/layout.h"
+#include "runtime/core/records.h"
 #include "runtime/state/env.h"
 
 namespace acan::runtime {
-
-// Who holds a task: nobody (lost), a live claim (slow), a claim whose lease lapsed under a live
-// incarnation (its handler stopped: lost), only claims of restarted incarnations (lost), or only
-// claims of handlers announced dead (lost).
-enum class ClaimState { kNone, kAlive, kLapsed, kStale, kDead };
 
 class Liveness {
  public:
