@@ -8,7 +8,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git python3
       libopenblas-dev libeigen3-dev libnats-dev nats-server libtomlplusplus-dev
-      nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev zlib1g-dev
+      nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev libcrypt-dev zlib1g-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev dataset-fashion-mnist
       libjs-chart.js)
 case "${1:-}" in

@@ -3,14 +3,15 @@
 // ^\$2[abxy]\$\d{2}\$ is compared as a bcrypt hash), so that the secure deployment's server
 // configuration (secure.h) holds no password a reader of the file could connect with.
 //
-// Neither OpenSSL nor another library acan links provides bcrypt, so it is here: EksBlowfish
-// with 2^cost rounds of its expensive key schedule, "OrpheanBeholderScryDoubt" encrypted 64
-// times, in the modular crypt format "$2a$NN$" + 22 characters of salt + 31 of hash, in bcrypt's
-// own base64 ("./A-Za-z0-9"). The key is the password's bytes and a terminating zero, at most 72
-// bytes. $2a$, $2b$ and $2y$ are computed alike, as Go's bcrypt (nats-server's) computes them:
-// they differ only in other implementations' bugs for passwords longer than 255 bytes or with
-// bytes above 0x7f, never for the hexadecimal passwords acan makes. Checked against published
-// hashes (bcrypt_test.cc). Stateless; thread-safe.
+// The hashing is libcrypt's (libxcrypt, Debian's libcrypt1: crypt_rn, and crypt_gensalt_rn for a
+// salt from the system's randomness), whose bcrypt is Openwall's crypt_blowfish; this file checks a
+// setting and a password before handing them over, so that a bad one is an InvalidArgument naming
+// what is wrong rather than crypt(3)'s errno. Hashes are in the modular crypt format "$2a$NN$" + 22
+// characters of salt + 31 of hash, in bcrypt's own base64 ("./A-Za-z0-9"). For the hexadecimal
+// passwords acan makes, $2a$, $2b$ and $2y$ hash alike, and as Go's bcrypt (nats-server's) does;
+// they differ only for some passwords with bytes above 0x7f, where crypt_blowfish's $2a$ guards
+// against an old bug of other implementations. Checked against published hashes (bcrypt_test.cc).
+// Stateless; thread-safe (a crypt_rn work area per call).
 #pragma once
 
 #include <string>
@@ -26,15 +27,15 @@ namespace acan::nats {
 inline constexpr int kBcryptCost = 10;
 
 // The hash of `password` with a new random salt, in the "$2a$" format with `cost` (4 to 31).
-// InvalidArgument for a cost out of range or a password longer than 72 bytes (bcrypt would
-// ignore the rest, and Go's refuses it).
+// InvalidArgument for a cost out of range, a password longer than 72 bytes (bcrypt would ignore the
+// rest, and Go's refuses it) or one holding a zero byte (crypt(3) would end it there).
 Result<std::string> BcryptHash(std::string_view password, int cost = kBcryptCost);
 
 // crypt(3)'s bcrypt: `password` hashed with the version, cost and salt of `setting` ("$2a$",
 // "$2b$" or "$2y$", two digits of cost from 04 to 31, "$", 22 characters of salt; what follows
 // is ignored, so that a whole hash is its own setting: a password matches a hash when this
 // returns the hash). A password longer than 72 bytes counts by its first 72. InvalidArgument
-// naming what is wrong with the setting.
+// naming what is wrong with the setting, or for a password holding a zero byte.
 Result<std::string> Bcrypt(std::string_view password, std::string_view setting);
 
 }  // namespace acan::nats

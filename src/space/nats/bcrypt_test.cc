@@ -1,6 +1,6 @@
-// bcrypt (bcrypt.h) against published hashes: the test vectors of Openwall's crypt_blowfish
-// (wrapper.c), Go's x/crypto/bcrypt (nats-server's implementation) and jBCrypt. Whether
-// nats-server accepts the hashes acan writes is secure_test.cc's
+// bcrypt (bcrypt.h, libcrypt's) against published hashes: the test vectors of Openwall's
+// crypt_blowfish (wrapper.c), Go's x/crypto/bcrypt (nats-server's implementation) and jBCrypt.
+// Whether nats-server accepts the hashes acan writes is secure_test.cc's
 // (TheServerConfigurationHoldsBcryptHashesThatTheServerChecks).
 #include "space/nats/bcrypt.h"
 
@@ -56,6 +56,16 @@ TEST(BcryptTest, OnlyTheFirst72BytesCount) {
   EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(too_long.status().message().find("at most 72 bytes"), std::string::npos);
   EXPECT_TRUE(BcryptHash(p72, 4).ok());
+}
+
+TEST(BcryptTest, AZeroByteIsRefusedNotCutShort) {
+  // crypt(3) reads a password up to its first zero byte: "a\0b" would hash as "a".
+  const std::string with_zero("a\0b", 3);
+  for (const auto& r :
+       {BcryptHash(with_zero, 4), Bcrypt(with_zero, "$2b$04$abcdefghijklmnopqrstuu")}) {
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("zero byte"), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(BcryptTest, ANewHashHasAFreshSaltAndMatchesItsPassword) {
