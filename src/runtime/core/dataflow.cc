@@ -56,17 +56,4 @@ std::optional<size_t> StepFlow::ProducerOf(const std::string& tensor) const {
   return std::nullopt;
 }
 
-void RemoveStep(Space* space, const Layout& layout, const StepFlow& st, bool inputs_in_space) {
-  auto drop = [&](const Key& key) { (void)space->Erase(key); };
-  drop(layout.StepOpen(st.step));  // first: see above
-  if (inputs_in_space) {
-    for (const std::string& k : st.inputs) drop(layout.Tensor(k));
-  }
-  for (const StepTask& t : st.tasks) {
-    drop(layout.Task(t.spec.type, t.spec.key));
-    (void)space->Erase(layout.ClaimPattern(t.spec.key));
-    for (const std::string& out : t.spec.outputs) drop(layout.Output(out, st.step));
-  }
-}
-
 }  // namespace acan::runtime

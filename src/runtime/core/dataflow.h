@@ -3,7 +3,6 @@
 // task reads is another task's output, and a task can run (as far as tensors go) once all of
 // those have been provided. Parameter and velocity shards are not tracked here: the version store
 // says which versions exist. Plain value; one manager owns each.
-// RemoveStep clears a finished step out of the space.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +12,6 @@
 #include <vector>
 
 #include "acan/clock.h"
-#include "acan/space.h"
 #include "nn/plan.h"
 #include "nn/task.h"
 #include "runtime/core/layout.h"
@@ -62,12 +60,4 @@ struct StepFlow {
  private:
   std::unordered_map<std::string, std::vector<size_t>> waiting_;  // tensor -> tasks reading it
 };
-
-// Removes what a step left in the space: the step marker first (a handler whose outputs land
-// from then on finds it gone and takes them back), its inputs, queued copies of its tasks, their
-// claims and every output. Tuples of other steps stay.
-// `inputs_in_space` false: the step's inputs were never put (runtime/state/local_inputs.h).
-void RemoveStep(Space* space, const Layout& layout, const StepFlow& step,
-                bool inputs_in_space = true);
-
 }  // namespace acan::runtime

@@ -70,45 +70,5 @@ TEST(DataflowTest, ACleanUpViewNeedsNoEncodedSpecs) {
   for (const StepTask& t : st.tasks) EXPECT_TRUE(t.encoded_spec.empty());
 }
 
-// Everything a step can leave in the space goes, and nothing of the next step.
-TEST(DataflowTest, RemoveStepClearsItsTuplesAndNoOtherSteps) {
-  const nn::Plan plan = PlanFor("data", 2);
-  const Layout layout("job");
-  auto space = OpenSpace("mem:").value();
-  std::vector<StepFlow> steps;
-  for (int64_t step : {3, 4}) {
-    std::vector<std::string> inputs;
-    std::vector<float> x(4 * 12), t(4 * 3);
-    for (const auto& [key, tensor] : plan.StepInputs(step, 4, x, t)) inputs.push_back(key);
-    steps.push_back(StepFlow::Build(&plan, step, 4, inputs));
-    const StepFlow& st = steps.back();
-    ASSERT_TRUE(space->Put(layout.StepOpen(step), Value()).ok());
-    for (const std::string& in : st.inputs)
-      ASSERT_TRUE(space->Put(layout.Tensor(in), Value()).ok());
-    for (const StepTask& task : st.tasks) {
-      ASSERT_TRUE(space->Put(layout.Task(task.spec.type, task.spec.key), Value()).ok());
-      ASSERT_TRUE(space->Put(layout.Claim(task.spec.key, 0), Value()).ok());
-      ASSERT_TRUE(space->Put(layout.Claim(task.spec.key, 1), Value()).ok());
-      for (const std::string& out : task.spec.outputs) {
-        ASSERT_TRUE(space->Put(layout.Output(out, step), Value()).ok());
-        ASSERT_TRUE(space->Put(layout.Output(out, step), Value()).ok());  // a duplicate's copy
-      }
-    }
-  }
-  const size_t before = space->Stats().tuples;
-  const size_t of_step_4 = before / 2;
-  ASSERT_EQ(before, 2 * of_step_4);
-  RemoveStep(space.get(), layout, steps[0]);
-  EXPECT_EQ(space->Stats().tuples, of_step_4);
-  auto left = space->ReadAll(">");
-  ASSERT_TRUE(left.ok());
-  for (const Tuple& t : *left) {
-    auto parsed = layout.Parse(t.key);
-    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-    if (parsed->kind == KeyKind::kState) continue;
-    EXPECT_EQ(parsed->step, 4) << t.key.str();
-  }
-}
-
 }  // namespace
 }  // namespace acan::runtime

@@ -17,6 +17,7 @@
 #include "runtime/core/messages.h"
 #include "runtime/manager/manager.h"
 #include "runtime/state/env.h"
+#include "runtime/testing/manual_env.h"
 #include "runtime/view/trace.h"
 #include "space/space_wrapper.h"
 

@@ -12,7 +12,7 @@
 
 #include "runtime/chaos/chaos.h"
 #include "runtime/testing/watched_run.h"
-#include "space/fault_space.h"
+#include "space/testing/fault_space.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {

@@ -10,7 +10,7 @@
 #include "nn/trainer.h"
 #include "runtime/run/job_runner.h"
 #include "runtime/testing/watched_run.h"
-#include "space/fault_space.h"
+#include "space/testing/fault_space.h"
 
 namespace acan::runtime {
 namespace {

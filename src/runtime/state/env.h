@@ -1,6 +1,6 @@
 // Env: what the runtime asks of the world around it (the time, sleeping, and running a task's
 // kernel) behind one seam, as LevelDB's Env. Production code uses Env::Default(); tests drive time
-// with a ManualEnv instead of sleeping, and the experiments' slow processors are a wrapper
+// with a ManualEnv (runtime/testing/manual_env.h) instead of sleeping, and the experiments' slow processors are a wrapper
 // (SlowedEnv) over the kernel instead of branches inside the handler.
 //
 // Thread-safety: Default() and SlowedEnv may be used from any number of threads; a ManualEnv's
@@ -98,30 +98,6 @@ class SlowedEnv : public EnvWrapper {
   static constexpr int64_t kMaxOverrunNs = 10'000'000;
   const std::atomic<double>* speed_;
   mutable std::atomic<int64_t> overrun_ns_{0};
-};
-
-// A clock that moves only when told (tests): Now() starts at an arbitrary point and SleepUntil
-// jumps to its target; WallNs() moves with it. Kernels run for real, taking no time on this clock
-// unless `task_time` is set.
-class ManualEnv : public Env {
- public:
-  ManualEnv();
-  Clock::time_point Now() const override;
-  int64_t WallNs() const override;
-  void SleepUntil(Clock::time_point t) const override;
-  double SlowDown() const override { return 1.0; }
-  Status ExecuteTask(const nn::TaskSpec& spec, std::span<const std::span<const float>> inputs,
-                     std::vector<std::vector<float>>* outputs,
-                     const TaskRunContext& context) const override;
-
-  void Advance(std::chrono::nanoseconds d) const;
-  // Each task advances the clock by this much (0: none).
-  void set_task_time(std::chrono::nanoseconds d) { task_time_ = d; }
-
- private:
-  mutable std::atomic<int64_t> now_ns_;
-  const int64_t wall_base_ns_;
-  std::chrono::nanoseconds task_time_{0};
 };
 
 }  // namespace acan::runtime

@@ -1,5 +1,6 @@
 // Telemetry on a clock the test moves: recovery times are measured from the crash to the redo,
 // by class; the chaos calibration is the median step; a stall report says how long.
+#include "runtime/testing/manual_env.h"
 #include "runtime/view/telemetry.h"
 
 #include <gtest/gtest.h>

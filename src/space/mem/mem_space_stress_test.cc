@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "acan/space.h"
-#include "space/stress_test_util.h"
+#include "space/testing/stress_test_util.h"
 
 namespace acan {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "acan/testing/space_conformance.h"
-#include "space/nats/test_server.h"
+#include "space/testing/test_server.h"
 
 namespace acan::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "space/fault_space.h"
+#include "space/testing/fault_space.h"
 
 #include <fmt/format.h>
 

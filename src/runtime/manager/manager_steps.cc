@@ -1,0 +1,260 @@
+// The manager's steps: admitting a step (its inputs and tasks), rebuilding one a predecessor had
+// in flight, releasing tasks as their inputs come to exist, applying updates exactly once, and
+// finishing a step (its metrics, the saved state, the clean-up).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "acan/job.h"
+#include "nn/executor.h"
+#include "nn/model.h"
+#include "runtime/core/messages.h"
+#include "runtime/manager/manager.h"
+#include "runtime/manager/probe.h"
+#include "runtime/state/confirmed_put.h"
+#include "runtime/state/step_cleanup.h"
+
+namespace acan::runtime {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+// ---- dataflow ----
+
+std::vector<nn::KeyedTensor> Manager::InputsOf(const nn::Plan& plan, int64_t step, int64_t rows) {
+  const nn::Batch batch = batcher_->Get(step);
+  return plan.StepInputs(step, rows, batch.x, batch.t);
+}
+
+Status Manager::Admit(int64_t step) {
+  const bool recovering = recover_steps_ > 0;
+  if (recovering) --recover_steps_;
+  if (options_.adapt_task_size && controller_.task_size() != plan_->task_size()) {
+    ACAN_ASSIGN_OR_RETURN(plan_, PlanFor(controller_.task_size()));
+    progress_.task_size = plan_->task_size();
+  }
+  const int64_t rows = batcher_->BatchRows(step);
+  // Open the step before anything of it exists (a recovered step may be open already).
+  std::optional<Tuple> open;
+  if (recovering) {
+    ACAN_ASSIGN_OR_RETURN(open, space_->Read(layout_.StepOpen(step)));
+  }
+  if (!open.has_value()) {
+    ACAN_RETURN_IF_ERROR(PutConfirmed(space_, layout_.StepOpen(step), Value()));
+  }
+  std::vector<std::string> inputs = plan_->StepInputKeys(step, rows);
+  // With local inputs each handler makes them from its copy of the data: none is made here.
+  if (!local_inputs_) {
+    for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) {
+      if (recovering) {
+        ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
+        if (t.has_value()) continue;
+      }
+      ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
+    }
+  }
+  ActiveStep& st = active_[step] = StepFlow::Build(plan_, step, rows, std::move(inputs));
+  for (size_t i = 0; i < st.tasks.size(); ++i) task_index_[st.tasks[i].spec.key] = {step, i};
+  if (recovering) ACAN_RETURN_IF_ERROR(Recover(st));
+  for (size_t i = 0; i < st.tasks.size(); ++i) {
+    if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(step, i);
+  }
+  return Release();
+}
+
+// A previous manager got this far: what is already in the space need not run again. First find
+// the tasks whose outputs all exist (done) or that are still queued, then release what they feed.
+Status Manager::Recover(ActiveStep& st) {
+  if (!queued_at_start_.has_value()) {  // once per incarnation: only a predecessor's tasks count
+    queued_at_start_.emplace();
+    ACAN_ASSIGN_OR_RETURN(auto tasks, space_->ReadAll(layout_.AnyTaskPattern()));
+    for (const Tuple& q : tasks) queued_at_start_->insert(q.key.str());
+  }
+  const std::unordered_set<std::string>& queued = *queued_at_start_;
+  for (TaskRun& t : st.tasks) {
+    bool done = true;
+    for (const std::string& out : t.spec.outputs) {
+      if (nn::Plan::IsStateKey(out) && versions_.Current(out) > st.step) {
+        continue;  // applied by the previous manager
+      }
+      ACAN_ASSIGN_OR_RETURN(auto p, ReadOutput(layout_.Output(out, st.step)));
+      done = done && p.has_value();
+    }
+    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key).str()) > 0;
+    if (!done && !held) {  // a live handler may be running it right now
+      ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
+      held = claim == ClaimState::kAlive;
+    }
+    if (watch_.OnRecovered(t, done, held, env_->Now())) dispatcher_.AddInFlight();
+  }
+  for (TaskRun& t : st.tasks) {
+    if (!t.done) continue;
+    ++st.done;
+    for (const std::string& out : t.spec.outputs) {
+      if (!nn::Plan::IsStateKey(out)) {
+        (void)st.Provide(out);  // what becomes ready is released below, with the rest
+      } else if (versions_.Current(out) == st.step) {
+        ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Ready to send: its step tensors exist, and the versions it reads do: an update reads exactly
+// the version it advances (some of its shards may be one past it already, when a manager died
+// between applying one of its proposals and the next: it runs again on version `step` of all,
+// which stays until every shard is in), any other task at least version step - window + 1.
+bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
+  if (t.missing > 0) return false;
+  const bool update = t.spec.type == nn::TaskType::kUpdate;
+  for (const std::string& in : t.spec.inputs) {
+    if (!nn::Plan::IsStateKey(in)) continue;
+    const int64_t v = versions_.Current(in);
+    if (update ? v != st.step && v != st.step + 1 : v < st.step - options_.window + 1) return false;
+  }
+  return true;
+}
+
+Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
+  for (size_t i : st.Provide(tensor)) {
+    if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(st.step, i);
+  }
+  return Status::Ok();
+}
+
+// Exactly once: the version store writes version step + 1 only from version step, and only while
+// this manager holds the lease.
+Status Manager::ApplyUpdate(const std::string& key, int64_t step) {
+  ACAN_ASSIGN_OR_RETURN(VersionStore::Outcome outcome,
+                        versions_.Apply(key, step, [this] { return lease_.Keep(); }));
+  if (outcome == VersionStore::Outcome::kGap) progress_.gaps++;  // cannot happen: see Ready()
+  if (outcome == VersionStore::Outcome::kRepeat) progress_.repeats++;
+  return Status::Ok();
+}
+
+// Once step `st` is complete, every task of it (and of every earlier step) is done, and a later
+// step t reads a version >= t - W + 1 >= step + 2 - W: older versions can go, their buffers back
+// to the pool. Not before: until the step is complete, one of its tasks may have to run again
+// (an output of it was lost), reading the very versions it read the first time.
+void Manager::DropStaleVersions(const ActiveStep& st) {
+  for (const auto& [shard, version] : versions_.versions()) versions_.DropStale(shard, st.step);
+}
+
+Status Manager::DispatchReady() {
+  for (auto& [step, st] : active_) {
+    for (size_t i = 0; i < st.tasks.size(); ++i) {
+      if (!st.tasks[i].dispatched && Ready(st, st.tasks[i])) newly_ready_.emplace_back(step, i);
+    }
+  }
+  return Release();
+}
+
+// Sends (or queues) the tasks that became ready, biggest first: when a few large tasks and many
+// small ones become ready together (a step's updates), the large ones start on different
+// handlers and the small ones fill in around them.
+Status Manager::Release() {
+  Dispatcher::BiggestFirst(&newly_ready_, [&](const TaskRef& r) { return TaskAt(r).work; });
+  std::vector<TaskRef> ready;
+  ready.swap(newly_ready_);
+  for (auto [step, i] : ready) {
+    ActiveStep& st = active_.at(step);
+    if (!st.tasks[i].dispatched) ACAN_RETURN_IF_ERROR(Dispatch(st, st.tasks[i], nullptr));
+  }
+  return Status::Ok();
+}
+
+Status Manager::CleanupStep(const ActiveStep& st) {
+  // The step is saved as applied already: what could not be removed is left behind (and logged),
+  // not a reason to stop; a successor's CleanupLeftStep tries again only for the last step.
+  Status removed = RemoveStep(space_, layout_, st, !local_inputs_);
+  if (!removed.ok()) spdlog::warn("manager {}: {}", options_.owner, removed.ToString());
+  return Status::Ok();
+}
+
+// A predecessor that died between saving step next_step - 1 as applied and the end of its
+// clean-up left some of it behind. Every earlier step was cleaned up before that step was saved,
+// so this one step is all there can be.
+Status Manager::CleanupLeftStep() {
+  const int64_t step = progress_.next_step - 1;
+  if (step < 0) return Status::Ok();
+  const int64_t rows = batcher_->BatchRows(step);
+  return CleanupStep(
+      StepFlow::Build(plan_, step, rows, plan_->StepInputKeys(step, rows), /*encode=*/false));
+}
+
+Status Manager::FinalizeSteps() {
+  while (!active_.empty()) {
+    ActiveStep& st = active_.begin()->second;
+    if (st.done < st.tasks.size()) break;
+    int64_t epoch = st.step / batcher_->BatchesPerEpoch();
+    // Epochs are added as they begin, not all at the start: the state saved at every step holds
+    // the epochs so far, not a job's whole count (a million-epoch job saved a million).
+    if (progress_.epochs.size() <= size_t(epoch)) progress_.epochs.resize(epoch + 1);
+    EpochTotals& e = progress_.epochs.at(epoch);
+    double loss_sum = 0;
+    int64_t correct = 0;
+    bool lost = false;
+    for (const std::string& k : st.plan->MetricKeys(st.step, st.rows)) {
+      ACAN_ASSIGN_OR_RETURN(auto m, ReadOutput(layout_.Tensor(k)));
+      if (!m.has_value()) {  // lost on its way into the space: its task runs again
+        const std::optional<size_t> producer = st.ProducerOf(k);
+        if (!producer.has_value()) return Status::DataLoss("no task writes metrics '" + k + "'");
+        ACAN_RETURN_IF_ERROR(RunAgain(st, st.tasks[*producer], "lost-output"));
+        lost = true;
+        continue;
+      }
+      auto v = m->value.As<float>();
+      loss_sum += double(v[0]) * double(st.rows);
+      correct += static_cast<int64_t>(v[1]);
+    }
+    if (lost) break;
+    e.loss_sum += loss_sum;
+    e.correct += correct;
+    e.rows += st.rows;
+    progress_.next_step = st.step + 1;
+    progress_.finished = progress_.next_step >= total_steps_;
+    // A version is the number of updates applied to its shard: counted from the versions, so
+    // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
+    progress_.versions_applied = versions_.Applied();
+    if (audit_) {
+      AuditBatch& b = audit_batch_;
+      if (b.first_step < 0) b.first_step = st.step;
+      b.last_step = st.step;
+      for (auto& [shard, version, value] : versions_.TakeWritten()) {
+        b.from.emplace(shard, version);
+        b.last[shard] = {version, std::move(value)};
+      }
+      if ((st.step + 1) % kAuditStepsPerRecord == 0 || st.step + 1 == total_steps_) {
+        // The previous record is written before this one is made (versions a manager wrote
+        // after its last record are in its successor's lease record, as the versions found).
+        ACAN_RETURN_IF_ERROR(audit_->WaitWritten(audited_step_ticket_));
+        std::vector<std::tuple<std::string, int64_t, Value>> last;
+        for (auto& [shard, v] : b.last) last.emplace_back(shard, v.first, std::move(v.second));
+        audited_step_ticket_ =
+            audit_->AppendVersions("versions", {{"steps", {b.first_step, b.last_step}}},
+                                   std::move(last), true, std::move(b.from));
+        b = AuditBatch();
+      }
+    }
+    ACAN_RETURN_IF_ERROR(SaveState());
+    DropStaleVersions(st);
+    ACAN_RETURN_IF_ERROR(CleanupStep(st));
+    for (const TaskRun& t : st.tasks) task_index_.erase(t.spec.key);
+    const int64_t finished_step = st.step;
+    const nn::Plan* plan = st.plan;
+    active_.erase(active_.begin());
+    ReportFlight();
+    if (options_.on_step) options_.on_step(progress_, controller_.Snapshot());
+    if (options_.on_epoch_end && (finished_step + 1) % batcher_->BatchesPerEpoch() == 0) {
+      ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan, finished_step + 1));
+      options_.on_epoch_end(epoch, model);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace acan::runtime
