@@ -1,4 +1,4 @@
-#include "cli/experiment_support.h"
+#include "experiments/support.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,9 +11,31 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/run_support.h"
+namespace acan::experiments {
 
-namespace acan::cli::experiment {
+std::string MlpJob(int64_t samples, int64_t epochs, int64_t window, int64_t task_size) {
+  return fmt::format(R"(
+[model]
+layers = [784, 256, 256, 10]
+activation = "relu"
+loss = "softmax_cross_entropy"
+[data]
+source = "synthetic"
+samples = {}
+[train]
+epochs = {}
+batch = 64
+lr = 0.05
+seed = 42
+[partition]
+strategy = "data"
+task_size = {}
+[runtime]
+handlers = 3
+window = {}
+)",
+                     samples, epochs, task_size, window);
+}
 
 void Claims::Add(const std::string& name, bool holds, const nlohmann::json& figure,
                  const std::string& goal, const std::string& baseline, const std::string& text) {
@@ -26,12 +48,12 @@ void Claims::Add(const std::string& name, bool holds, const nlohmann::json& figu
                    {"holds", holds}});
 }
 
-int Finish(const std::string& dir, nlohmann::json record, const Claims& claims) {
+Result<int> Finish(const std::string& dir, nlohmann::json record, const Claims& claims) {
   record["claims"] = claims.json();
   record["claims_hold"] = claims.all_hold();
   std::ofstream out(dir + "/experiment.json");
   out << record.dump(2) << "\n";
-  if (!out) return Fail(Status::Unavailable("cannot write " + dir + "/experiment.json"));
+  if (!out) return Status::Unavailable("cannot write " + dir + "/experiment.json");
   return claims.all_hold() ? 0 : 1;
 }
 
@@ -123,4 +145,4 @@ CheckpointCost MeasureCheckpoint(const nn::Model& model, const std::string& dir)
   return {Median(writes), Median(reads)};
 }
 
-}  // namespace acan::cli::experiment
+}  // namespace acan::experiments

@@ -1,15 +1,24 @@
-// What the design note's experiments share (src/cli/experiment_*.cc): their claims, each judged
-// against a baseline measured apart from the run it judges, and the figures they are made of.
+// What the experiments share (feasibility.cc, adaptivity.cc, robustness.cc): their claims, each
+// judged against a baseline measured apart from the run it judges, written to experiment.json;
+// the figures they are made of; and the experiments themselves, which the registry
+// (experiment.h) lists. Stateless functions; Claims is a value for one thread.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "experiments/experiment.h"
 #include "nn/model.h"
 #include "runtime/run/job_runner.h"
 
-namespace acan::cli::experiment {
+namespace acan::experiments {
+
+// The experiments (experiment.h's Experiment::run).
+Result<int> Feasibility(const ExperimentOptions& options, const Harness& harness);
+Result<int> Adaptivity(const ExperimentOptions& options, const Harness& harness);
+// In process, or across options.processes processes over options.space ("": nats:local).
+Result<int> Robustness(const ExperimentOptions& options, const Harness& harness);
 
 // The adaptivity and robustness workload: the note ran its toy, whose tasks take about a
 // microsecond, less than one hand-over through the space; a speed factor on such a task changes
@@ -17,13 +26,6 @@ namespace acan::cli::experiment {
 // handler decides how much it can do, as on real processors. Synthetic data, batch 64, in
 // micro-batches of `task_size` rows, 3 handlers.
 std::string MlpJob(int64_t samples, int64_t epochs, int64_t window, int64_t task_size = 8);
-
-// The experiments; each writes its artefacts and experiment.json into `out` and returns the
-// command's exit code.
-int Adaptivity(const std::string& out, bool quick);
-int Robustness(const std::string& out, bool quick);
-int RobustnessProcesses(const std::string& out, bool quick, const std::string& space,
-                        int processes);
 
 // An experiment's claims as it judges them: each printed as "claim: TEXT: yes|NO" and kept for
 // experiment.json's `claims: [{name, figure, goal, baseline, holds}]`.
@@ -42,8 +44,9 @@ class Claims {
 };
 
 // Writes `record` with "claims" and "claims_hold" from `claims` to DIR/experiment.json; returns
-// the experiment's exit code: 0 when every claim holds, 1 when one does not, else Fail's.
-int Finish(const std::string& dir, nlohmann::json record, const Claims& claims);
+// the experiment's exit code: 0 when every claim holds, 1 when one does not; Unavailable when the
+// file cannot be written.
+Result<int> Finish(const std::string& dir, nlohmann::json record, const Claims& claims);
 
 double Median(std::vector<double> v);
 // The coefficient of variation (standard deviation over mean) of `v`; 0 for fewer than 2.
@@ -77,4 +80,4 @@ struct CheckpointCost {
 };
 CheckpointCost MeasureCheckpoint(const nn::Model& model, const std::string& dir);
 
-}  // namespace acan::cli::experiment
+}  // namespace acan::experiments

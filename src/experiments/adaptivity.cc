@@ -8,10 +8,10 @@
 #include <map>
 #include <thread>
 
-#include "cli/experiment_support.h"
-#include "cli/run_support.h"
+#include "experiments/support.h"
+#include "runtime/api/training.h"
 
-namespace acan::cli::experiment {
+namespace acan::experiments {
 
 namespace {
 
@@ -26,7 +26,9 @@ struct SpeedInterval {
 
 }  // namespace
 
-int Adaptivity(const std::string& out, bool quick) {
+Result<int> Adaptivity(const ExperimentOptions& options, const Harness& harness) {
+  const std::string& out = options.out;
+  const bool quick = options.quick;
   // The note's regime in both modes: a handler per core, speeds 1:5:10 drawn at random at every
   // change, window 4, a change every 5 s. What a change costs the runtime is a number of steps
   // (its estimators catch up with the new speeds), so the quick run keeps the full run's interval
@@ -65,7 +67,7 @@ int Adaptivity(const std::string& out, bool quick) {
       c.metrics_interval = std::chrono::milliseconds(quick ? 50 : 200);
       ACAN_ASSIGN_OR_RETURN(
           TrainResult r,
-          TrainAndReport(
+          harness.train(
               job, c, fmt::format("{}/calibration-{}-factor-{}", out, when, FactorName(f)), true));
       const double rate = SteadySamplesPerS(r.record->run.metrics);
       if (rate <= 0) return Status::Internal("a calibration run gave no throughput");
@@ -80,7 +82,7 @@ int Adaptivity(const std::string& out, bool quick) {
     c.metrics_interval = std::chrono::milliseconds(quick ? 50 : 200);
     ACAN_ASSIGN_OR_RETURN(
         TrainResult r,
-        TrainAndReport(job, c, fmt::format("{}/calibration-{}-pool", out, when), true));
+        harness.train(job, c, fmt::format("{}/calibration-{}-pool", out, when), true));
     const double rate = SteadySamplesPerS(r.record->run.metrics);
     if (rate <= 0) return Status::Internal("a calibration run gave no throughput");
     pool.push_back(rate);
@@ -92,7 +94,7 @@ int Adaptivity(const std::string& out, bool quick) {
     baseline.push_back(round);
     return Status::Ok();
   };
-  if (Status s = calibrate("before"); !s.ok()) return Fail(s);
+  if (Status s = calibrate("before"); !s.ok()) return s;
   const double batch = 64;
   const double change_s =
       quick ? std::clamp(kChangeSteps * batch / pool.front(), 0.5, 60.0) : kFullChangeS;
@@ -106,7 +108,7 @@ int Adaptivity(const std::string& out, bool quick) {
   const int64_t epochs = std::max<int64_t>(
       1, static_cast<int64_t>(std::ceil(mixed_rate * changes_per_part * change_s / part_samples)));
   auto job = ParseJobString(MlpJob(part_samples, epochs, 4), "adaptivity experiment");
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return job.status();
   struct PartRows {
     std::vector<runtime::MetricsRow> rows;
     std::vector<int64_t> work;  // each handler's, discarded copies included
@@ -114,7 +116,7 @@ int Adaptivity(const std::string& out, bool quick) {
   std::vector<PartRows> parts;
   for (int part = 0; part < 2; ++part) {
     if (part == 1) {
-      if (Status s = calibrate("between"); !s.ok()) return Fail(s);
+      if (Status s = calibrate("between"); !s.ok()) return s;
     }
     runtime::RunOptions o = runtime::RunOptionsFromJob(*job);
     // One handler per core: the injected speed is then the only difference between them (a
@@ -128,22 +130,21 @@ int Adaptivity(const std::string& out, bool quick) {
     // speeds 1 and 10 the fast handler waited on the slow one's biggest update every step).
     o.speculate = true;
     o.metrics_interval = std::chrono::milliseconds(quick ? 100 : 250);
-    auto r = TrainAndReport(*job, o, fmt::format("{}/part-{}", out, part + 1), false);
-    if (!r.ok()) return Fail(r.status());
+    auto r = harness.train(*job, o, fmt::format("{}/part-{}", out, part + 1), false);
+    if (!r.ok()) return r.status();
     const auto& m = r->record->run.metrics;
-    if (m.size() < 2) return Fail(Status::Internal("an adaptivity part gave no metrics"));
+    if (m.size() < 2) return Status::Internal("an adaptivity part gave no metrics");
     for (const auto& row : m) {
       if (row.handler_speeds.size() != size_t(handlers) ||
           row.handler_useful_work.size() != size_t(handlers)) {
-        return Fail(
-            Status::Internal("an adaptivity part's metrics lack a handler's speed or work"));
+        return Status::Internal("an adaptivity part's metrics lack a handler's speed or work");
       }
     }
     PartRows p{m, {}};
     for (const auto& h : r->record->run.handlers) p.work.push_back(h.work);
     parts.push_back(std::move(p));
   }
-  if (Status s = calibrate("after"); !s.ok()) return Fail(s);
+  if (Status s = calibrate("after"); !s.ok()) return s;
 
   // Each factor's rate, the median of its rounds; the spread of the rounds beside it.
   std::map<double, double> rate;
@@ -172,8 +173,8 @@ int Adaptivity(const std::string& out, bool quick) {
       for (size_t k = 0; k < h; ++k) {
         auto it = rate.find(b.handler_speeds[k]);
         if (it == rate.end()) {
-          return Fail(Status::Internal(
-              fmt::format("speed factor {} has no calibration run", b.handler_speeds[k])));
+          return Status::Internal(
+              fmt::format("speed factor {} has no calibration run", b.handler_speeds[k]));
         }
         offered += it->second;
         nominal += 1.0 / b.handler_speeds[k];
@@ -302,4 +303,4 @@ int Adaptivity(const std::string& out, bool quick) {
   return Finish(out, record, claims);
 }
 
-}  // namespace acan::cli::experiment
+}  // namespace acan::experiments

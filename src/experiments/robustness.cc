@@ -10,12 +10,11 @@
 #include <fstream>
 #include <optional>
 
-#include "cli/experiment_support.h"
-#include "cli/roles.h"
-#include "cli/run_support.h"
-#include "runtime/run/process.h"
+#include "common/write_whole.h"
+#include "experiments/support.h"
+#include "runtime/api/training.h"
 
-namespace acan::cli::experiment {
+namespace acan::experiments {
 
 namespace {
 
@@ -85,9 +84,8 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-}  // namespace
-
-int Robustness(const std::string& out, bool quick) {
+// The experiment in process: the runtime's injected crashes.
+Result<int> RobustnessInProcess(const std::string& out, bool quick, const Harness& harness) {
   const int handlers = 3;
   // The harsh regime, a crash round every 100 of the fault-free run's steps (the quick run's and
   // the full run's), and the note's as written, a crash round every 5 s of wall time at this
@@ -106,10 +104,10 @@ int Robustness(const std::string& out, bool quick) {
       "the weights must equal the fault-free run's bit for bit%s\n",
       handlers, quick ? " (quick)" : "");
   auto job = RobustnessJob(samples, epochs);
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return job.status();
   std::printf("fault-free run:\n");
-  auto clean = TrainAndReport(*job, runtime::RunOptionsFromJob(*job), out + "/fault-free", false);
-  if (!clean.ok()) return Fail(clean.status());
+  auto clean = harness.train(*job, runtime::RunOptionsFromJob(*job), out + "/fault-free", false);
+  if (!clean.ok()) return clean.status();
   const double step_s =
       clean->record->run.wall_s /
       static_cast<double>(std::max<int64_t>(1, clean->record->run.progress.total_steps));
@@ -141,13 +139,13 @@ int Robustness(const std::string& out, bool quick) {
           int64_t(std::ceil(2 * regime.interval_s / std::max(1e-3, epoch_s))), epochs, 40);
       if (e != epochs) {
         auto j = RobustnessJob(samples, e);
-        if (!j.ok()) return Fail(j.status());
+        if (!j.ok()) return j.status();
         regime_job = *j;
         std::printf("fault-free run of %lld epochs (for %s):\n", static_cast<long long>(e),
                     regime.description.c_str());
-        auto run = TrainAndReport(regime_job, runtime::RunOptionsFromJob(regime_job),
-                                  out + "/fault-free-" + regime.name, false);
-        if (!run.ok()) return Fail(run.status());
+        auto run = harness.train(regime_job, runtime::RunOptionsFromJob(regime_job),
+                                 out + "/fault-free-" + regime.name, false);
+        if (!run.ok()) return run.status();
         longer = std::move(*run);
         regime_clean = &*longer;
         regime_step_s =
@@ -172,8 +170,8 @@ int Robustness(const std::string& out, bool quick) {
     o.manager_restart_delay = kRestartDelay;
     o.metrics_interval = std::chrono::milliseconds(250);
     const std::string dir = regimes.size() == 1 ? out : out + "/" + regime.name;
-    auto r = TrainAndReport(regime_job, o, dir, false);
-    if (!r.ok()) return Fail(r.status());
+    auto r = harness.train(regime_job, o, dir, false);
+    if (!r.ok()) return r.status();
     const auto& s = r->record->summary;
     const auto& cs = regime_clean->record->summary;
     const std::string prefix = regimes.size() == 1 ? "" : regime.name + ".";
@@ -225,32 +223,32 @@ int Robustness(const std::string& out, bool quick) {
 // The robustness experiment with real faults: handler processes and the active manager killed
 // with SIGKILL (p = 1 in every interval T) and started again by the supervisor, speeds 1:5:10,
 // against the fault-free run of the same processes and the in-process mem: run.
-int RobustnessProcesses(const std::string& out, bool quick, const std::string& space,
-                        int processes) {
+Result<int> RobustnessProcesses(const std::string& out, bool quick, const std::string& space,
+                                int processes, const Harness& harness) {
   const int64_t samples = quick ? 12288 : 98304;
   const int64_t epochs = quick ? 1 : 2;
   auto job = RobustnessJob(samples, epochs);
-  if (!job.ok()) return Fail(job.status());
+  if (!job.ok()) return job.status();
   job->runtime.handlers = processes;
   const std::string config = out + "/job.toml";
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
-  if (Status s = WriteFileAtomically(config, ToToml(*job)); !s.ok()) return Fail(s);
+  if (Status s = WriteWhole(config, ToToml(*job)); !s.ok()) return s;
   std::printf(
       "robustness across processes over %s: %d handler processes and the manager, MLP "
       "784-256-256-10, batch 64 in micro-batches of 32, window 1%s\n",
       space.c_str(), processes, quick ? " (quick)" : "");
   std::printf("in-process mem: run (the reference):\n");
-  auto mem = TrainAndReport(*job, runtime::RunOptionsFromJob(*job), out + "/mem", false);
-  if (!mem.ok()) return Fail(mem.status());
-  ProcessRunArgs pa;
+  auto mem = harness.train(*job, runtime::RunOptionsFromJob(*job), out + "/mem", false);
+  if (!mem.ok()) return mem.status();
+  ProcessRun pa;
   pa.config = config;
   pa.space = space;
   pa.handlers = processes;
   pa.quiet = true;
   pa.out = out + "/fault-free";
   std::printf("fault-free run of the processes:\n");
-  if (int rc = RunProcesses(*job, pa); rc != 0) return rc;
+  if (int rc = harness.run_processes(*job, pa); rc != 0) return rc;
   const nlohmann::json clean = ReadJson(pa.out + "/summary.json");
   const double step_s = clean.value("train_s", 0.0) / std::max<double>(1, clean.value("steps", 1));
   // The note's regime is T = 5 s; quick keeps p = 1 and scales T to the measured step (20 steps
@@ -260,16 +258,16 @@ int RobustnessProcesses(const std::string& out, bool quick, const std::string& s
               static_cast<long long>(clean.value("steps", int64_t{0})), clean.value("train_s", 0.0),
               1e3 * step_s, interval);
   pa.out = out;
-  pa.chaos.interval_s = interval;
-  pa.chaos.probability = 1.0;
-  pa.chaos.manager = true;
-  pa.chaos.seed = 11;
-  pa.chaos.speeds = {1, 5, 10};
-  std::printf("run under kills (seed %llu):\n", static_cast<unsigned long long>(pa.chaos.seed));
-  if (int rc = RunProcesses(*job, pa); rc != 0) return rc;
+  pa.kill_interval_s = interval;
+  pa.kill_probability = 1.0;
+  pa.kill_manager = true;
+  pa.seed = 11;
+  pa.speeds = {1, 5, 10};
+  std::printf("run under kills (seed %llu):\n", static_cast<unsigned long long>(pa.seed));
+  if (int rc = harness.run_processes(*job, pa); rc != 0) return rc;
   const nlohmann::json s = ReadJson(out + "/summary.json");
   if (!s.is_object() || !clean.is_object()) {
-    return Fail(Status::DataLoss("a run of the experiment left no summary.json"));
+    return Status::DataLoss("a run of the experiment left no summary.json");
   }
   const std::string want = mem->record->summary["weights_sha256"].get<std::string>();
   const double initial = mem->record->summary["initial_loss"].get<double>();
@@ -367,4 +365,15 @@ int RobustnessProcesses(const std::string& out, bool quick, const std::string& s
   return Finish(out, record, claims);
 }
 
-}  // namespace acan::cli::experiment
+}  // namespace
+
+Result<int> Robustness(const ExperimentOptions& options, const Harness& harness) {
+  if (options.processes > 0) {
+    return RobustnessProcesses(options.out, options.quick,
+                               options.space.empty() ? "nats:local" : options.space,
+                               options.processes, harness);
+  }
+  return RobustnessInProcess(options.out, options.quick, harness);
+}
+
+}  // namespace acan::experiments
