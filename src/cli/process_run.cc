@@ -36,6 +36,7 @@
 #include "runtime/testing/version_oracle.h"
 #include "runtime/view/live_view.h"
 #include "runtime/view/process_view.h"
+#include "runtime/view/serve.h"
 #include "runtime/view/stall.h"
 #include "space/nats/nats_space.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "runtime/view/live_view.h"
+#include "runtime/view/report.h"
 
 namespace acan::cli {
 

@@ -13,6 +13,7 @@
 #include "obs/http_server.h"
 #include "runtime/run/process.h"
 #include "runtime/view/live_view.h"
+#include "runtime/view/serve.h"
 
 namespace acan {
 namespace runtime {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "nn/trainer.h"
-#include "runtime/view/live_view.h"
+#include "runtime/view/report.h"
 
 namespace acan::runtime {
 
