@@ -41,7 +41,7 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
 // Writes `records` (JSON lines) to `path` the same way.
 Status WriteAuditLines(const std::string& path, const std::vector<std::string>& records);
 
-// Writes <dir>/report.html (runtime/view/live_view.h) from what is in `dir`; a failure is logged as
+// Writes <dir>/report.html (runtime/view/report.h) from what is in `dir`; a failure is logged as
 // a warning, not returned: the page is a view of artefacts already written.
 Status WriteReportOrWarn(const std::string& dir);
 

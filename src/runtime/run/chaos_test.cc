@@ -304,7 +304,7 @@ TEST(ChaosTest, AStragglersTaskIsCopiedForAFasterIdleHandler) {
   }
 }
 
-// The adaptivity experiment judges handlers by their measured speed (cli/experiments.cc): a
+// The adaptivity experiment judges handlers by their measured speed (experiments/adaptivity.cc): a
 // handler's kernel time is its kernels' own, not stretched by the slow-down it waits out, while
 // its busy time is; the rest of its tasks' time in hand (claims, reads, writes) is counted apart.
 TEST(ChaosTest, AHandlersKernelTimeLeavesOutItsSlowDown) {
