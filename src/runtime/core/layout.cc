@@ -50,9 +50,11 @@ Key Layout::State(std::string_view key, int64_t version) const {
 Pattern Layout::StatePattern(std::string_view key) const {
   return MakePattern(fmt::format("{}.p.{}.*", job_, key));
 }
+Pattern Layout::AllStatesPattern() const { return MakePattern(job_ + ".p.>"); }
 Key Layout::Proposal(std::string_view key, int64_t step) const {
   return Make(fmt::format("{}.u.{}.s{}", job_, key, step));
 }
+Pattern Layout::AllProposalsPattern() const { return MakePattern(job_ + ".u.>"); }
 Key Layout::Output(std::string_view out, int64_t step) const {
   return nn::Plan::IsStateKey(out) ? Proposal(out, step) : Tensor(out);
 }
@@ -76,7 +78,7 @@ Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
 Key Layout::AuditRecord(int64_t seq) const { return Make(fmt::format("{}.audit.a{}", job_, seq)); }
 std::vector<Pattern> Layout::FencedKeys() const {
-  return {MakePattern(job_ + ".p.>"), MakePattern(job_ + ".m.state"), Pattern::Exactly(Lease()),
+  return {AllStatesPattern(), Pattern::Exactly(ManagerState()), Pattern::Exactly(Lease()),
           Pattern::Exactly(JobDescriptor())};
 }
 Key Layout::InitGuard() const { return Make(job_ + ".m.init"); }

@@ -79,7 +79,9 @@ class Layout {
   Key Tensor(std::string_view key) const;
   Key State(std::string_view key, int64_t version) const;
   Pattern StatePattern(std::string_view key) const;
+  Pattern AllStatesPattern() const;  // every version of every shard of the job
   Key Proposal(std::string_view key, int64_t step) const;
+  Pattern AllProposalsPattern() const;  // every proposal of the job
   // Where a step's task writes output `out`: the step tensor, or for a parameter or velocity
   // shard the proposal of its next version.
   Key Output(std::string_view out, int64_t step) const;

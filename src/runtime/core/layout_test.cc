@@ -74,6 +74,10 @@ TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {
   EXPECT_TRUE(layout.AnyTaskPattern().Matches(layout.Task(nn::TaskType::kLoss, "loss.s0")));
   EXPECT_TRUE(layout.StatePattern("param.l0.w").Matches(layout.State("param.l0.w", 3)));
   EXPECT_FALSE(layout.StatePattern("param.l0").Matches(layout.State("param.l0.w", 3)));
+  EXPECT_TRUE(layout.AllStatesPattern().Matches(layout.State("param.l0.w", 3)));
+  EXPECT_FALSE(layout.AllStatesPattern().Matches(layout.Proposal("param.l0.w", 3)));
+  EXPECT_TRUE(layout.AllProposalsPattern().Matches(layout.Proposal("param.l0.w", 3)));
+  EXPECT_FALSE(layout.AllProposalsPattern().Matches(layout.State("param.l0.w", 3)));
   EXPECT_TRUE(layout.ClaimPattern("mb.s2.m1").Matches(layout.Claim("mb.s2.m1", 0)));
   EXPECT_FALSE(layout.ClaimPattern("mb.s2").Matches(layout.Claim("mb.s2.m1", 0)));
   EXPECT_TRUE(layout.DonePattern().Matches(layout.RestartNotice(1)));
