@@ -1,7 +1,9 @@
 // `acan manager` and `acan handler`: one role of a job per process, over a space other processes
 // reach (nats://...). The manager is active or a standby by the job's lease; a handler joins a
 // running job with nothing but the URI and the job id. SIGTERM or SIGINT stops either cleanly: a
-// handler returns the tasks it holds (nothing waits for a timeout), a manager lets its lease lapse.
+// handler returns the tasks it holds (nothing waits for a timeout), a manager lets its lease lapse;
+// one whose space does not answer cannot, and leaves anyway, kRoleLeaveWithin after the signal,
+// with exit code 1 and a line that says so (signal_stop.h).
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,22 +27,6 @@
 namespace acan::cli {
 
 namespace fs = std::filesystem;
-
-SignalStop::SignalStop() {
-  sigemptyset(&set_);
-  sigaddset(&set_, SIGTERM);
-  sigaddset(&set_, SIGINT);
-  // Blocked in this thread before any other starts, so every thread inherits the mask and the
-  // signal waits for the watcher below.
-  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-  std::thread([this] {
-    int sig = 0;
-    if (sigwait(&set_, &sig) == 0) {
-      signal_.store(sig);
-      source_.request_stop();
-    }
-  }).detach();
-}
 
 Status WriteFileAtomically(const std::string& path, const std::string& text) {
   // Named for this process: a standby that took over may write the same file at the same time.
@@ -127,14 +113,15 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
 }
 
 int RunManagerCommand(const ManagerArgs& a) {
-  SignalStop signals;
+  const std::string name = a.name.empty() ? fmt::format("manager-{}", getpid()) : a.name;
+  SignalStop signals({kRoleLeaveWithin, fmt::format("manager {}", name), a.space});
   auto job = ParseJobFile(a.config);
   if (!job.ok()) return Fail(job.status());
   if (!a.out.empty()) {
     if (Status s = CheckOutputDir(a.out); !s.ok()) return Fail(s);
   }
   ManagerOptions o;
-  o.name = a.name.empty() ? fmt::format("manager-{}", getpid()) : a.name;
+  o.name = name;
   o.job_id = a.job_id;
   o.handlers = a.handlers.value_or(0);
   o.lease = std::chrono::milliseconds(a.lease_ms);
@@ -213,7 +200,8 @@ void OnSpeedSignal(int, siginfo_t* info, void*) {
 }
 
 int RunHandlerCommand(const HandlerArgs& a) {
-  SignalStop signals;
+  const int id = a.id.value_or(static_cast<int>(getpid()));
+  SignalStop signals({kRoleLeaveWithin, fmt::format("handler {}", id), a.space});
   g_speed.store(a.slowdown);
   struct sigaction speed_signal = {};
   speed_signal.sa_sigaction = OnSpeedSignal;
@@ -225,7 +213,7 @@ int RunHandlerCommand(const HandlerArgs& a) {
   sigaddset(&speed_only, SIGRTMIN);
   pthread_sigmask(SIG_UNBLOCK, &speed_only, nullptr);
   HandlerOptions o;
-  o.id = a.id.value_or(static_cast<int>(getpid()));
+  o.id = id;
   o.task_types = a.ops;
   o.pouch = a.pouch;
   o.slowdown = a.slowdown;

@@ -1,33 +1,16 @@
-// What the multi-process commands share: SIGTERM/SIGINT as a stop token, atomic file writes, and
-// `acan train --processes`, the supervisor of a run made of processes.
+// What the multi-process commands share: SIGTERM/SIGINT as a stop token (signal_stop.h), atomic
+// file writes, and `acan train --processes`, the supervisor of a run made of processes.
 #pragma once
 
-#include <signal.h>
-
-#include <atomic>
-#include <stop_token>
+#include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "acan/job.h"
 #include "acan/status.h"
+#include "cli/signal_stop.h"
 
 namespace acan::cli {
-
-// Blocks SIGTERM and SIGINT in the calling thread (construct it before any other thread starts,
-// so that all inherit the mask) and turns the first one into a stop request.
-class SignalStop {
- public:
-  SignalStop();
-  std::stop_token token() const { return source_.get_token(); }
-  int signal() const { return signal_.load(); }  // 0 until one arrived
-
- private:
-  sigset_t set_;
-  std::stop_source source_;
-  std::atomic<int> signal_{0};
-};
 
 // Writes `text` to `path` through a temporary file, so the file is never half written.
 Status WriteFileAtomically(const std::string& path, const std::string& text);
