@@ -105,6 +105,8 @@ nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, cons
   j["handlers"] = options.handlers;
   j["window"] = options.window;
   j["epochs"] = job.train.epochs;
+  j["steps"] = p.next_step;  // applied, as a process run's summary says
+  j["total_steps"] = p.total_steps;
   int64_t samples = 0;
   json per_epoch = json::array();
   for (const EpochTotals& e : p.epochs) {

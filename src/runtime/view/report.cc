@@ -171,10 +171,11 @@ Result<json> ReportData(const std::string& dir) {
     if (!v.is_null()) facts[name] = v;
   };
   fact("strategy", summary.value("strategy", json(nullptr)));
-  fact("steps",
-       summary.value(
-           "steps",
-           summary.value("updates", json::object()).value("versions_applied", json(nullptr))));
+  // Steps applied, never versions applied (a step applies a version of every shard it updates).
+  for (const char* k : {"steps", "total_steps"}) {
+    if (summary.contains(k) && summary[k].is_number()) d[k] = summary[k];
+  }
+  fact("steps", summary.value("steps", json(nullptr)));
   if (summary.contains("samples_per_s") && summary["samples_per_s"].is_number()) {
     facts["samples/s"] = fmt::format("{:.0f}", summary["samples_per_s"].get<double>());
   }
