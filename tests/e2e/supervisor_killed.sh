@@ -9,9 +9,11 @@ work=$(mktemp -d)
 pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
 children=()
 source "$(dirname "$0")/small_job.sh"
+cache=""  # the run's row cache: its supervisor, killed, cannot remove it
 cleanup() {
   # Whatever of the run is left (a failed test): its processes, by the PIDs read before the kill.
   for p in "${children[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  if [[ -n "$cache" ]]; then rm -rf "$cache"; fi
   stop_started
 }
 trap cleanup EXIT
@@ -33,6 +35,7 @@ server=""
 for p in "${children[@]}"; do
   [[ $(cat "/proc/$p/comm" 2>/dev/null) == nats-server ]] && server=$p
 done
+cache=$(ps -o args= --ppid "$run" | grep -o -m1 -- '--data-cache [^ ]*' | cut -d' ' -f2 || true)
 [[ -n "$server" ]] || fail "no nats-server among the run's children: $(ps -o pid=,args= --ppid "$run")"
 (( ${#children[@]} == 5 )) || fail "5 children expected (2 managers, 2 handlers, the server): $(ps -o pid=,args= --ppid "$run")"
 echo "the run (pid $run): children ${children[*]}, its nats-server $server; SIGKILL"
