@@ -26,8 +26,9 @@ struct LeaveBound {
 
 // How long a role process (acan manager, acan handler) has to leave after SIGTERM or SIGINT:
 // a clean leave (a handler returns its tasks, a manager frees its lease) takes well under a
-// second when the space answers.
-inline constexpr std::chrono::milliseconds kRoleLeaveWithin{3000};
+// second when the space answers; the bound leaves room for a slow build (sanitizers) on a busy
+// machine, and is still a hundred times less than the minutes a lost server's retries take.
+inline constexpr std::chrono::milliseconds kRoleLeaveWithin{5000};
 
 // Blocks SIGTERM and SIGINT in the calling thread (construct it before any other thread starts,
 // so that all inherit the mask) and turns the first one into a stop request; with a bound, the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A role whose space is gone still leaves on SIGTERM, in bounded time: a nats-server on loopback
 # (started here), an `acan manager` and an `acan handler` running a job over it; the server is
-# stopped by its PID, and each role, told SIGTERM a second later, exits within 5 s, non-zero,
+# stopped by its PID, and each role, told SIGTERM a second later, exits within 30 s (its bound is
+# 5 s; the rest is room for a slow build on a busy machine; before, it took 6 minutes), non-zero,
 # with a line that says why (each call to a lost server is otherwise retried for a minute, and a
 # role would not answer the signal for minutes). Prints the times. Usage:
 # stop_without_server.sh ACAN_BINARY
@@ -12,7 +13,7 @@ pids=()  # what this test starts: stopped by PID at exit (small_job.sh)
 source "$(dirname "$0")/small_job.sh"
 trap stop_started EXIT
 fail() { echo "FAIL: $*" >&2; tail -n 20 "$work"/*.log >&2 || true; exit 1; }
-limit_s=5
+limit_s=30
 
 small_job "$work/job.toml" data 2 0 4000 3  # 3000 steps: far longer than the test
 start_nats -1 || fail "nats-server did not report its port"
@@ -40,7 +41,7 @@ for role in handler manager; do
   sent[$role]=$EPOCHREALTIME
   kill -TERM "$pid"
 done
-deadline=$(( ${EPOCHREALTIME/./} + 20000000 ))  # microseconds: 20 s at most, then SIGKILL
+deadline=$(( ${EPOCHREALTIME/./} + 40000000 ))  # microseconds: 40 s at most, then SIGKILL
 for role in handler manager; do
   pid=${!role}
   while ! gone "$pid" && (( ${EPOCHREALTIME/./} < deadline )); do sleep 0.02; done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The children of `acan train --processes 2 --space nats:local` die with it: the supervisor is
-# SIGKILLed in the middle of the run (it can clean nothing up), and within 10 s none of the
+# SIGKILLed in the middle of the run (it can clean nothing up), and within 30 s none of the
 # processes it started (2 managers, 2 handlers, found by their parent's PID before the kill) and
 # not its nats-server remains. Prints how long they took. Usage: supervisor_killed.sh ACAN_BINARY
 set -euo pipefail
@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-limit_s=10
+limit_s=30  # its roles leave within 5 s of the signal their parent's death sends; room for a busy machine
 
 small_job "$work/job.toml" data 2 0 4000 3  # 3000 steps: far longer than the test
 "$acan" train "$work/job.toml" --space nats:local --processes 2 --out "$work/out" \
@@ -42,7 +42,7 @@ echo "the run (pid $run): children ${children[*]}, its nats-server $server; SIGK
 killed=$EPOCHREALTIME
 kill -KILL "$run"
 wait "$run" 2>/dev/null || true
-deadline=$(( ${EPOCHREALTIME/./} + 30000000 ))  # microseconds: 30 s at most
+deadline=$(( ${EPOCHREALTIME/./} + 40000000 ))  # microseconds: 40 s at most
 left=("${children[@]}")
 while (( ${#left[@]} > 0 )) && (( ${EPOCHREALTIME/./} < deadline )); do
   still=()
