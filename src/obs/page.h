@@ -2,7 +2,7 @@
 // either fetches its data from the running job (the live dashboard: api/run, once a second) or
 // carries it inside (`acan report`: report.html, self-contained, Chart.js inlined, no external
 // reference, so it opens from a file on a machine without network). The data's shape is one for
-// both: see RunPageData in runtime/run_page.h.
+// both: LiveView::PageData (runtime/view/live_view.h) and ReportData (runtime/view/report.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
