@@ -1,9 +1,9 @@
 // A handler on its own, on one thread and a clock the test moves: what it counts of its time.
-#include "runtime/testing/manual_env.h"
 #include "runtime/handler/handler.h"
 
 #include <gtest/gtest.h>
 
+#include "runtime/testing/manual_env.h"
 #include "space/space_wrapper.h"
 
 namespace acan::runtime {

@@ -158,8 +158,8 @@ class Manager {
   Status CheckDeadlines();
   Status CheckClaimsNow();
   Status CheckStragglers();
-  // Finds out in the space what `watch_` asked about task `t` of step `st`, into `seen`.
-  Status LookUp(Look look, const ActiveStep& st, const TaskRun& t, Seen* seen);
+  // Finds out in the space what `watch_` asked about task `t`, into `seen`.
+  Status LookUp(Look look, const TaskRun& t, Seen* seen);
   Status FinalizeSteps();
   Status CleanupStep(const ActiveStep& st);
   Status CleanupLeftStep();

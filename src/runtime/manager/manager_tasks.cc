@@ -259,7 +259,7 @@ Status Manager::CheckClaimsNow() {
   return Status::Ok();
 }
 
-Status Manager::LookUp(Look look, const ActiveStep& st, const TaskRun& t, Seen* seen) {
+Status Manager::LookUp(Look look, const TaskRun& t, Seen* seen) {
   switch (look) {
     case Look::kQueued: {
       ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key)));
@@ -285,7 +285,6 @@ Status Manager::LookUp(Look look, const ActiveStep& st, const TaskRun& t, Seen* 
       return Status::Ok();
     }
   }
-  (void)st;
   return Status::Internal("unknown look");
 }
 
@@ -299,7 +298,7 @@ Status Manager::CheckDeadlines() {
     Seen seen;
     Decision d = watch_.OnDeadline(t, seen, now);
     while (d.kind == Decision::Kind::kLook) {
-      ACAN_RETURN_IF_ERROR(LookUp(d.look, st, t, &seen));
+      ACAN_RETURN_IF_ERROR(LookUp(d.look, t, &seen));
       d = watch_.OnDeadline(t, seen, now);
     }
     if (d.kind == Decision::Kind::kExtend) progress_.deadlines_extended++;
@@ -324,7 +323,7 @@ Status Manager::CheckStragglers() {
     Seen seen;
     seen.idle = idle;
     while ((d = watch_.OnStragglerSeen(t, seen, now)).kind == Decision::Kind::kLook) {
-      ACAN_RETURN_IF_ERROR(LookUp(d.look, st, t, &seen));
+      ACAN_RETURN_IF_ERROR(LookUp(d.look, t, &seen));
     }
     idle = seen.idle;
     if (d.kind == Decision::Kind::kSpeculate) {

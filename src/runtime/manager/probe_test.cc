@@ -1,12 +1,12 @@
 // The kernel probe on a clock the test moves: each task of the step timed once, in the plan's
 // order, a chain scaled by its length, and nothing once the lease or the budget says stop.
-#include "runtime/testing/manual_env.h"
 #include "runtime/manager/probe.h"
 
 #include <gtest/gtest.h>
 
 #include "acan/job.h"
 #include "nn/model.h"
+#include "runtime/testing/manual_env.h"
 
 namespace acan::runtime {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "runtime/chaos/chaos.h"
 #include "runtime/testing/watched_run.h"
-#include "space/testing/fault_space.h"
 #include "space/space_wrapper.h"
+#include "space/testing/fault_space.h"
 
 namespace acan::runtime {
 namespace {

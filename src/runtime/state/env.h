@@ -1,7 +1,7 @@
 // Env: what the runtime asks of the world around it (the time, sleeping, and running a task's
 // kernel) behind one seam, as LevelDB's Env. Production code uses Env::Default(); tests drive time
-// with a ManualEnv (runtime/testing/manual_env.h) instead of sleeping, and the experiments' slow processors are a wrapper
-// (SlowedEnv) over the kernel instead of branches inside the handler.
+// with a ManualEnv (runtime/testing/manual_env.h) instead of sleeping, and the experiments' slow
+// processors are a wrapper (SlowedEnv) over the kernel instead of branches inside the handler.
 //
 // Thread-safety: Default() and SlowedEnv may be used from any number of threads; a ManualEnv's
 // clock is atomic, so threads may read it while a test advances it.

@@ -1,9 +1,10 @@
 // The Env seam: a manual clock moves only when told; a slowed processor takes `speed` times its
 // kernel's time, renewing the claim on the way, and stops early on a crash.
 #include "runtime/state/env.h"
-#include "runtime/testing/manual_env.h"
 
 #include <gtest/gtest.h>
+
+#include "runtime/testing/manual_env.h"
 
 namespace acan::runtime {
 namespace {

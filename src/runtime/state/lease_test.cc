@@ -1,7 +1,6 @@
 // The lease on its own, against mem: on a clock the test moves (ManualEnv), so that no check
 // depends on how fast the machine is; a race of real threads that ends when every standby has
 // decided; and, for the swap the server checks, against a real nats-server.
-#include "runtime/testing/manual_env.h"
 #include "runtime/state/lease.h"
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "runtime/testing/manual_env.h"
 #include "space/nats/local_server.h"
 #include "space/space_wrapper.h"
 

@@ -1,11 +1,11 @@
 // Liveness against mem:, on a clock the test moves: a claim is alive until its lease end, lapsed
 // after it, stale once its handler restarted, dead once its death was announced.
-#include "runtime/testing/manual_env.h"
 #include "runtime/state/liveness.h"
 
 #include <gtest/gtest.h>
 
 #include "runtime/core/messages.h"
+#include "runtime/testing/manual_env.h"
 
 namespace acan::runtime {
 namespace {

@@ -1,6 +1,5 @@
 // Telemetry on a clock the test moves: recovery times are measured from the crash to the redo,
 // by class; the chaos calibration is the median step; a stall report says how long.
-#include "runtime/testing/manual_env.h"
 #include "runtime/view/telemetry.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +7,7 @@
 #include <string>
 
 #include "runtime/run/artefacts.h"
+#include "runtime/testing/manual_env.h"
 
 namespace acan::runtime {
 namespace {

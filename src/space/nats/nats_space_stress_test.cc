@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "acan/space.h"
-#include "space/testing/test_server.h"
 #include "space/testing/stress_test_util.h"
+#include "space/testing/test_server.h"
 
 namespace acan::nats {
 namespace {

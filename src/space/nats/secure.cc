@@ -1,7 +1,5 @@
 #include "space/nats/secure.h"
 
-#include <nlohmann/json.hpp>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -21,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "space/nats/bcrypt.h"
@@ -219,8 +218,7 @@ std::string SecureServerConfigPath(const std::string& dir) { return In(dir, "nat
 
 // The role's permissions in nats-server's syntax, from the layout's own builders: the job's
 // streams (their JetStream API subjects are $JS.API.<verb>.<stream>) and subjects.
-std::string RolePermissions(std::string_view role, std::string_view job,
-                            std::string_view stream) {
+std::string RolePermissions(std::string_view role, std::string_view job, std::string_view stream) {
   const NatsLayout layout{std::string(stream)};
   const std::string j(job);
   std::vector<std::string> read_api;
@@ -271,16 +269,17 @@ std::string RolePermissions(std::string_view role, std::string_view job,
 Status InitSecureDir(const SecureInitOptions& o) {
   if (o.dir.empty()) return Status::InvalidArgument("acan secure init needs a directory");
   if (o.days < 1) return Status::InvalidArgument("the certificates' validity must be >= 1 day");
-  if (o.job.empty() || o.job.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                "0123456789-_") != std::string::npos) {
+  if (o.job.empty() ||
+      o.job.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                              "0123456789-_") != std::string::npos) {
     return Status::InvalidArgument(
         fmt::format("'{}' is not a job id (one key token: letters, digits, '-' or '_')", o.job));
   }
   if (o.stream.empty() || o.stream.size() > 64 ||
       o.stream.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                  "0123456789-_") != std::string::npos) {
-    return Status::InvalidArgument(fmt::format(
-        "'{}' is not a stream name (1 to 64 letters, digits, '-' or '_')", o.stream));
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not a stream name (1 to 64 letters, digits, '-' or '_')", o.stream));
   }
   std::error_code ec;
   fs::create_directories(o.dir, ec);

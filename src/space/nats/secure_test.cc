@@ -288,7 +288,7 @@ class RawClient {
   jsCtx* js_ = nullptr;
   std::vector<natsSubscription*> subs_;
   std::mutex mu_;
-  std::string last_;       // GUARDED_BY(mu_)
+  std::string last_;         // GUARDED_BY(mu_)
   uint64_t violations_ = 0;  // GUARDED_BY(mu_)
 };
 
@@ -297,21 +297,21 @@ class RawClient {
 // delete in its fenced stream, no other role's replies; deleting a task of its own job is what a
 // take is, and is let through.
 TEST_F(SecureTest, AHandlerReachesNothingOfAnotherJobNorWipesItsOwn) {
-  ASSERT_TRUE(manager_->Put(Key::Parse("job.task.forward.mb.s7.m0").value(),
-                            Value::FromString("task"))
-                  .ok());
+  ASSERT_TRUE(
+      manager_->Put(Key::Parse("job.task.forward.mb.s7.m0").value(), Value::FromString("task"))
+          .ok());
   auto creds = LoadRoleCredentials(*dir_, "handler");
   ASSERT_TRUE(creds.ok());
   RawClient h(*url_, *creds);
   for (const std::string subject :
        {"acan.c.job.m.0123.0", "acan.c.job.f.0123.0", "acan.c.other.h.0123.0",
         "acan.t.4.other.done.x", "acan.r.other.m.lease", "acan.f.t.4.job.p.w.v9",
-        "acan.r.job.audit.a99", "$JS.API.STREAM.PURGE.acan_t_job", "$JS.API.STREAM.PURGE.acan_c_job",
-        "$JS.API.STREAM.PURGE.acan_f_job", "$JS.API.STREAM.MSG.DELETE.acan_f_job",
-        "$JS.API.STREAM.MSG.DELETE.acan_cf_job", "$JS.API.STREAM.MSG.DELETE.acan_t_other",
-        "$JS.API.STREAM.PURGE.acan_t_other", "$JS.API.DIRECT.GET.acan_t_other",
-        "$JS.API.DIRECT.GET.acan_c_other", "$JS.API.STREAM.CREATE.acan_t_other",
-        "$JS.API.STREAM.DELETE.acan_t_job"}) {
+        "acan.r.job.audit.a99", "$JS.API.STREAM.PURGE.acan_t_job",
+        "$JS.API.STREAM.PURGE.acan_c_job", "$JS.API.STREAM.PURGE.acan_f_job",
+        "$JS.API.STREAM.MSG.DELETE.acan_f_job", "$JS.API.STREAM.MSG.DELETE.acan_cf_job",
+        "$JS.API.STREAM.MSG.DELETE.acan_t_other", "$JS.API.STREAM.PURGE.acan_t_other",
+        "$JS.API.DIRECT.GET.acan_t_other", "$JS.API.DIRECT.GET.acan_c_other",
+        "$JS.API.STREAM.CREATE.acan_t_other", "$JS.API.STREAM.DELETE.acan_t_job"}) {
     const std::string refused = h.Publish(subject);
     EXPECT_NE(refused.find("Permissions Violation for Publish to \"" + subject + "\""),
               std::string::npos)
