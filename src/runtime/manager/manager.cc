@@ -10,6 +10,7 @@
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "runtime/core/messages.h"
+#include "runtime/core/step_rules.h"
 #include "runtime/manager/probe.h"
 #include "runtime/state/confirmed_put.h"
 #include "runtime/state/step_cleanup.h"
@@ -168,8 +169,8 @@ Status Manager::Run(const std::atomic<bool>& crash) {
 // before the versions it reads exist, so the step begins the moment they do.
 Status Manager::AdmitAhead() {
   bool admitted = false;
-  while (static_cast<int64_t>(active_.size()) < options_.window + 1 && next_admit_ < total_steps_ &&
-         versions_.Min() >= next_admit_ - options_.window) {
+  while (MayAdmit(static_cast<int64_t>(active_.size()), next_admit_, total_steps_, versions_.Min(),
+                  options_.window)) {
     const auto begin = env_->Now();
     ACAN_RETURN_IF_ERROR(Admit(next_admit_++));
     admitted = true;

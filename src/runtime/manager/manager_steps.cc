@@ -11,6 +11,7 @@
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "runtime/core/messages.h"
+#include "runtime/core/step_rules.h"
 #include "runtime/manager/manager.h"
 #include "runtime/manager/probe.h"
 #include "runtime/state/confirmed_put.h"
@@ -104,19 +105,10 @@ Status Manager::Recover(ActiveStep& st) {
   return Status::Ok();
 }
 
-// Ready to send: its step tensors exist, and the versions it reads do: an update reads exactly
-// the version it advances (some of its shards may be one past it already, when a manager died
-// between applying one of its proposals and the next: it runs again on version `step` of all,
-// which stays until every shard is in), any other task at least version step - window + 1.
+// Ready to send: runtime/core/step_rules.h decides from the versions the store holds.
 bool Manager::Ready(const ActiveStep& st, const TaskRun& t) const {
-  if (t.missing > 0) return false;
-  const bool update = t.spec.type == nn::TaskType::kUpdate;
-  for (const std::string& in : t.spec.inputs) {
-    if (!nn::Plan::IsStateKey(in)) continue;
-    const int64_t v = versions_.Current(in);
-    if (update ? v != st.step && v != st.step + 1 : v < st.step - options_.window + 1) return false;
-  }
-  return true;
+  return ReadyToSend(st, t, options_.window,
+                     [this](const std::string& shard) { return versions_.Current(shard); });
 }
 
 Status Manager::MarkAvailable(ActiveStep& st, const std::string& tensor) {
@@ -190,13 +182,8 @@ Status Manager::FinalizeSteps() {
   while (!active_.empty()) {
     ActiveStep& st = active_.begin()->second;
     if (st.done < st.tasks.size()) break;
-    int64_t epoch = st.step / batcher_->BatchesPerEpoch();
-    // Epochs are added as they begin, not all at the start: the state saved at every step holds
-    // the epochs so far, not a job's whole count (a million-epoch job saved a million).
-    if (progress_.epochs.size() <= size_t(epoch)) progress_.epochs.resize(epoch + 1);
-    EpochTotals& e = progress_.epochs.at(epoch);
-    double loss_sum = 0;
-    int64_t correct = 0;
+    const int64_t epoch = st.step / batcher_->BatchesPerEpoch();
+    StepMetrics metrics;
     bool lost = false;
     for (const std::string& k : st.plan->MetricKeys(st.step, st.rows)) {
       ACAN_ASSIGN_OR_RETURN(auto m, ReadOutput(layout_.Tensor(k)));
@@ -207,16 +194,11 @@ Status Manager::FinalizeSteps() {
         lost = true;
         continue;
       }
-      auto v = m->value.As<float>();
-      loss_sum += double(v[0]) * double(st.rows);
-      correct += static_cast<int64_t>(v[1]);
+      Status added = metrics.Add(m->value.As<float>(), st.rows);
+      if (!added.ok()) return Status::DataLoss("metrics '" + k + "': " + added.message());
     }
     if (lost) break;
-    e.loss_sum += loss_sum;
-    e.correct += correct;
-    e.rows += st.rows;
-    progress_.next_step = st.step + 1;
-    progress_.finished = progress_.next_step >= total_steps_;
+    FinishStep(&progress_, st.step, st.rows, batcher_->BatchesPerEpoch(), metrics);
     // A version is the number of updates applied to its shard: counted from the versions, so
     // that a step applied partly by a predecessor (and perhaps saved by it) counts once.
     progress_.versions_applied = versions_.Applied();

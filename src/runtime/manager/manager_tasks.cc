@@ -10,6 +10,7 @@
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "runtime/core/messages.h"
+#include "runtime/core/step_rules.h"
 #include "runtime/manager/manager.h"
 #include "runtime/manager/probe.h"
 #include "runtime/state/confirmed_put.h"
@@ -51,9 +52,7 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool specul
       } else if (!nn::Plan::IsStateKey(in)) {
         t.input_keys.push_back(layout_.Tensor(in).str());
       } else {
-        const int64_t v = t.spec.type == nn::TaskType::kUpdate
-                              ? st.step
-                              : std::min(versions_.Current(in), st.step);
+        const int64_t v = VersionToRead(t.spec.type, st.step, versions_.Current(in));
         t.input_keys.push_back(layout_.State(in, v).str());
       }
     }
@@ -114,29 +113,26 @@ Status Manager::OnDone(const Tuple& tuple) {
     audit_->Append("handler_joined", {{"handler", msg->handler}, {"first_report", task_key}});
   }
   auto it = task_index_.find(task_key);
-  if (it == task_index_.end()) {  // a late duplicate of a finished step
-    progress_.duplicates_discarded++;
-    return Status::Ok();
+  ActiveStep* st_in_flight = it == task_index_.end() ? nullptr : &active_.at(it->second.first);
+  TaskRun* in_flight = st_in_flight ? &st_in_flight->tasks[it->second.second] : nullptr;
+  if (in_flight && TimesItsHandler(*msg)) watch_.OnReport(*in_flight, msg->handler, msg->exec_ns);
+  switch (MeaningOf(in_flight, *msg)) {
+    case ReportMeaning::kLate:
+    case ReportMeaning::kDuplicate:
+      progress_.duplicates_discarded++;
+      return Status::Ok();
+    case ReportMeaning::kStaleMissing:
+      return Status::Ok();
+    case ReportMeaning::kMissingInputs:
+      return OnMissingInputs(*st_in_flight, *in_flight, msg->missing);
+    case ReportMeaning::kFailed:
+      return Status::FailedPrecondition(
+          fmt::format("task '{}' failed on handler {}: {}", task_key, msg->handler, msg->error));
+    case ReportMeaning::kFirst:
+      break;
   }
-  ActiveStep& st = active_.at(it->second.first);
-  TaskRun& t = st.tasks[it->second.second];
-  // Every copy's time tells how fast its handler is, the copy that came second too.
-  if (msg->missing.empty() && msg->error.empty()) {
-    watch_.OnReport(t, msg->handler, msg->exec_ns);
-  }
-  if (t.done) {
-    progress_.duplicates_discarded++;
-    return Status::Ok();
-  }
-  if (!msg->missing.empty()) {
-    // Only the report of the copy in flight counts: an older copy's is stale.
-    if (!t.dispatched || msg->attempt < t.attempt) return Status::Ok();
-    return OnMissingInputs(st, t, msg->missing);
-  }
-  if (!msg->error.empty()) {
-    return Status::FailedPrecondition(
-        fmt::format("task '{}' failed on handler {}: {}", task_key, msg->handler, msg->error));
-  }
+  ActiveStep& st = *st_in_flight;
+  TaskRun& t = *in_flight;
   t.done = true;
   ++st.done;
   dispatcher_.OnDone();
