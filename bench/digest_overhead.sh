@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chunk digest's cost (issue 41) on one epoch of the flagship job (Fashion-MNIST, data
+# The chunk digest's cost on one epoch of the flagship job (Fashion-MNIST, data
 # strategy) over 2 handler processes in a secure deployment: the same run from BUILD_DIR and from
 # a build of the same tree without the SHA-256 of chunked values (NODIGEST_BUILD_DIR, configured
 # with -DCMAKE_CXX_FLAGS=-DACAN_BENCH_SKIP_DIGEST), alternating, ROUNDS pairs. nats:local allows

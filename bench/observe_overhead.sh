@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What seeing a run costs (issue 16): the flagship Fashion-MNIST job trained with /metrics, the
+# What seeing a run costs: the flagship Fashion-MNIST job trained with /metrics, the
 # live dashboard and trace.json on, against the same job with them off, in the same run, ABAB...
 # so that drift on a shared machine hits both. While the "on" runs train, a scraper asks for
 # /metrics and the dashboard's data every second (what Prometheus and an open page do).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TLS and the audit log's cost on the multi-process Fashion-MNIST run (issue 17): one epoch of the
+# TLS and the audit log's cost on the multi-process Fashion-MNIST run: one epoch of the
 # flagship job over 2 handler processes on nats:local, in plain text and with a secure deployment
 # (`acan secure init`: TLS, a role each), alternating, ROUNDS pairs, for the flagship's data
 # strategy and for the chain strategy with its measured grain (the network's configuration). The

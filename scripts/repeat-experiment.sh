@@ -58,7 +58,7 @@ for i in range(1, n + 1):
     if os.path.exists(path):
         e = json.load(open(path))
         walk("", e)
-        # Each claim's figure, goal and baseline (issue 42), by name.
+        # Each claim's figure, goal and baseline, by name.
         for c in e.get("claims", []):
             k = by_name.setdefault(c["name"], {"held": 0, "runs": 0, "figures": [],
                                                "goal": c["goal"], "baseline": c["baseline"]})

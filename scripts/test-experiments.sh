@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The design note's experiments as tests (issue 42; ctest label "experiment"): feasibility,
+# The design note's experiments as tests (ctest label "experiment"): feasibility,
 # adaptivity --quick, robustness --quick and robustness --quick --processes 3, one at a time, each
 # failing when its command exits non-zero or one of its claims (experiment.json) does not hold.
 # Installs missing Debian packages and builds first (both are no-ops after scripts/test.sh).

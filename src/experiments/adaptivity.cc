@@ -126,8 +126,8 @@ Result<int> Adaptivity(const ExperimentOptions& options, const Harness& harness)
     o.chaos.speeds = factors;
     o.chaos.speed_change_s = change_s;
     o.chaos.seed = 7 + part;
-    // Stragglers' tasks copied for idle faster handlers (docs/benchmarks.md, tenth session: at
-    // speeds 1 and 10 the fast handler waited on the slow one's biggest update every step).
+    // Stragglers' tasks copied for idle faster handlers (without, at speeds 1 and 10 the fast
+    // handler waited on the slow one's biggest update every step).
     o.speculate = true;
     o.metrics_interval = std::chrono::milliseconds(quick ? 100 : 250);
     auto r = harness.train(*job, o, fmt::format("{}/part-{}", out, part + 1), false);

@@ -19,8 +19,8 @@ TEST(PageTest, TheDashboardLoadsChartJsFromTheJob) {
 }
 
 // The bars' data are plain numbers, read by Chart.js's parsing: with `parsing: false` it finds no y
-// in them and the share and recovery bars draw nothing (issue 43; tests/e2e/observe_numbers.sh
-// reads the bars' heights back from chromium).
+// in them and the share and recovery bars draw nothing (tests/e2e/observe_numbers.sh reads the
+// bars' heights back from chromium).
 TEST(PageTest, ChartJsParsesThePagesData) {
   EXPECT_EQ(DashboardPage().find("parsing:"), std::string::npos);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The audit log through the command (issue 17): a run under crashes (handlers and the manager,
+# The audit log through the command: a run under crashes (handlers and the manager,
 # in process) writes RUN_DIR/audit.jsonl, `acan audit verify` says the chain holds and the model
 # is the job_end's; every kind of tampering with the file (a record altered, altered and
 # re-hashed, removed, moved, inserted, the end cut off, another model) exits 1 and names the

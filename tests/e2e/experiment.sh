@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One of the design note's experiments as a test (issue 42): runs `acan experiment NAME [ARGS]`
+# One of the design note's experiments as a test: runs `acan experiment NAME [ARGS]`
 # and fails unless it exits 0 and its experiment.json lists its claims, each with its figure, its
 # goal and the baseline it was judged against (measured apart from the run it judges), every one
 # holding, and claims_hold true.

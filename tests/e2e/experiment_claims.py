@@ -1,4 +1,4 @@
-"""Judges an experiment's experiment.json (issue 42): the claims are listed with their figure, goal
+"""Judges an experiment's experiment.json: the claims are listed with their figure, goal
 and baseline; every one holds but those goals_not_met.txt lists as not met (each with its figure
 and why: the README says so too), whichever way they come out; claims_hold says whether all held;
 the command exits 0 when all held, 1 otherwise.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An independent reference for acan's training numbers (issue 42).
+"""An independent reference for acan's training numbers.
 
 For small MLP jobs on CSV data that this script writes, `acan train` runs every partition strategy
 the job parser accepts, and the weights it writes (model.safetensors) are compared with plain

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeing a run (issue 16), through the acan command and real tools:
+# Seeing a run, through the acan command and real tools:
 #  1. `acan train --metrics-port 0 --dashboard 0` on a job that runs for a while: /metrics passes
 #     `promtool check metrics` and its step counter grows (polled for, 120 s at most); the dashboard,
 #     loaded from the running job by headless chromium, draws data points from the run, updates

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a run shows is what it did (issue 42), on one `acan train` run with a held-out split,
+# What a run shows is what it did, on one `acan train` run with a held-out split,
 # handlers of three speeds, and injected handler and manager crashes:
 #  1. Every /metrics scrape, taken every 0.1 s over the whole run (20 at least), and then the
 #     run's final page (OUT/metrics.prom): no counter series ever drops or vanishes.

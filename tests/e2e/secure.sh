@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A secure deployment through real processes (issue 17): `acan secure init`, a run of processes
+# A secure deployment through real processes: `acan secure init`, a run of processes
 # over `nats:local?secure=DIR` (TLS, a role each) gives bitwise the weights of the same run in
 # plain text; while it runs, a client with the handler's credentials that writes a parameter
 # version or the lease is refused (PermissionDenied, logged by the server), a plain-text client

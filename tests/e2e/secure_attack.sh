@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A secure deployment under attack by a handler's own credentials (issue 41), on a nats-server
+# A secure deployment under attack by a handler's own credentials, on a nats-server
 # this test starts with the deployment's configuration, for a job whose values travel in chunks
 # of 1 KiB:
 #  1. a clean secure run: bitwise the plain run's weights, no chunk left behind without its tuple

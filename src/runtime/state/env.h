@@ -81,7 +81,8 @@ class EnvWrapper : public Env {
 // and ending early when the processor crashes (the result is lost then anyway). A sleep ends late
 // (measured on a 2-core VM: 150-300 us past its target, 5-50% of a slowed micro-batch's wait),
 // so what the waits overran so far is taken off the next wait: over a run, its tasks take
-// `*speed` times their kernels' time, not more (docs/benchmarks.md, fourteenth session).
+// `*speed` times their kernels' time, not more (without it, a slow handler did 0.75-0.84 of its
+// share of the work; EnvTest.LateSleepsDoNotSlowAProcessorBeyondItsSpeed).
 class SlowedEnv : public EnvWrapper {
  public:
   // REQUIRES: `speed` outlives the Env; it may change at any time (read before every task).
