@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "acan/space.h"
 #include "cli/commands.h"
+#include "common/thread_annotations.h"
 
 namespace acan::cli {
 namespace {
@@ -30,12 +30,14 @@ int RunDemo(const DemoArgs& args) {
   Space& space = **opened;
   // The first failure of any thread (a put the space refuses); it closes the space, which ends
   // every wait, so one refused put ends the demo with its error instead of a hang.
-  std::mutex mu;
-  Status failed;
+  struct {
+    Mutex mu;
+    Status first GUARDED_BY(mu);
+  } failure;
   auto fail = [&](const Status& s) {
     {
-      std::lock_guard lock(mu);
-      if (failed.ok()) failed = s;
+      MutexLock lock(failure.mu);
+      if (failure.first.ok()) failure.first = s;
     }
     space.Close();
   };
@@ -83,6 +85,11 @@ int RunDemo(const DemoArgs& args) {
   }
   space.Close();
   for (auto& t : pool) t.join();
+  Status failed;
+  {
+    MutexLock lock(failure.mu);
+    failed = failure.first;
+  }
   if (!failed.ok()) {
     std::fprintf(stderr, "acan demo: %s\n", failed.ToString().c_str());
     return failed.code() == StatusCode::kInvalidArgument ? 2 : 1;

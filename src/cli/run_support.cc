@@ -9,7 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
+
+#include "common/thread_annotations.h"
 
 namespace acan::cli {
 
@@ -58,7 +59,7 @@ class ProgressLine {
   ProgressLine() : tty_(isatty(2)), start_(Clock::now()) {}
 
   void operator()(const TrainProgress& p) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto now = Clock::now();
     const bool epoch_end = p.steps_per_epoch > 0 && p.step % p.steps_per_epoch == 0;
     if (!epoch_end && (!tty_ || now - last_ < std::chrono::milliseconds(500))) return;
@@ -81,9 +82,10 @@ class ProgressLine {
   }
 
  private:
-  bool tty_;
-  std::mutex mu_;
-  Clock::time_point start_, last_;
+  const bool tty_;
+  const Clock::time_point start_;
+  Mutex mu_;
+  Clock::time_point last_ GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -9,7 +9,7 @@ CensusSpace::CensusSpace(std::unique_ptr<Space> inner, size_t class_token)
 
 void CensusSpace::Count(const Key& key, size_t bytes, int sign) {
   std::string_view cls = key.token_count() > class_token_ ? key.token(class_token_) : "";
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = census_.by_class.find(cls);
   if (it == census_.by_class.end())
     it = census_.by_class.emplace(std::string(cls), ResidentCount{}).first;
@@ -54,7 +54,7 @@ Result<std::vector<Tuple>> CensusSpace::Take(const Pattern& p, size_t n, Deadlin
 }
 
 Census CensusSpace::Snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return census_;
 }
 

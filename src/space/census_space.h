@@ -7,10 +7,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "space/space_wrapper.h"
 
 namespace acan {
@@ -50,8 +50,8 @@ class CensusSpace final : public SpaceWrapper {
 
   std::unique_ptr<Space> owned_;
   size_t class_token_;
-  mutable std::mutex mu_;
-  Census census_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  Census census_ GUARDED_BY(mu_);
 };
 
 }  // namespace acan

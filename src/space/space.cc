@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/thread_annotations.h"
 #include "space/cell_internal.h"
 #include "space/mem/mem_space.h"
 #include "space/nats/nats_space.h"
@@ -184,8 +185,8 @@ Status SpaceUri::RejectUnusedParams() const {
 
 namespace {
 struct Registry {
-  std::mutex mu;
-  std::map<std::string, SpaceFactory, std::less<>> factories;
+  Mutex mu;
+  std::map<std::string, SpaceFactory, std::less<>> factories GUARDED_BY(mu);
 };
 Registry& GetRegistry() {
   static Registry* r = new Registry;  // never destroyed: usable during static destruction
@@ -202,7 +203,7 @@ void RegisterBuiltins() {
 
 Status RegisterSpaceScheme(std::string scheme, SpaceFactory factory) {
   Registry& r = GetRegistry();
-  std::lock_guard lock(r.mu);
+  MutexLock lock(r.mu);
   if (r.factories.count(scheme)) {
     return Status::AlreadyExists(fmt::format("space scheme '{}' is already registered", scheme));
   }
@@ -217,7 +218,7 @@ Result<std::unique_ptr<Space>> OpenSpace(std::string_view uri, const SpaceOption
   std::string known;
   {
     Registry& r = GetRegistry();
-    std::lock_guard lock(r.mu);
+    MutexLock lock(r.mu);
     auto it = r.factories.find(parsed.scheme);
     if (it != r.factories.end()) factory = it->second;
     for (const auto& [name, f] : r.factories) known += (known.empty() ? "" : ", ") + name + ":";

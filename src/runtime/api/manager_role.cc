@@ -8,12 +8,12 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 
 #include "acan/worker.h"
 #include "common/kill_point.h"
+#include "common/thread_annotations.h"
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
 #include "nn/plan.h"
@@ -149,11 +149,13 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   // A job that makes no progress says so (what this manager has in flight, what the space holds),
   // as an in-process run does: the floor is 30 s, or 8 x the longest task timeout.
   runtime::StallWatch stall(std::chrono::seconds(30));
-  std::mutex flight_mu;
-  runtime::FlightStatus flight;  // GUARDED_BY(flight_mu)
+  struct {
+    Mutex mu;
+    runtime::FlightStatus status GUARDED_BY(mu);
+  } flight;
   mo.on_flight = [&](const runtime::FlightStatus& f) {
-    std::lock_guard lock(flight_mu);
-    flight = f;
+    MutexLock lock(flight.mu);
+    flight.status = f;
   };
   std::atomic<bool> watching{false};
   std::jthread stall_reports([&](std::stop_token done) {
@@ -164,8 +166,8 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       if (!stalled) continue;
       runtime::FlightStatus f;
       {
-        std::lock_guard lock(flight_mu);
-        f = flight;
+        MutexLock lock(flight.mu);
+        f = flight.status;
       }
       const SpaceStats in_space = space.Stats();
       spdlog::warn(

@@ -97,10 +97,10 @@ AuditLog::AuditLog(Space* space, const Layout* layout, std::string writer,
 
 AuditLog::~AuditLog() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   thread_.join();
 }
 
@@ -111,36 +111,36 @@ int64_t AuditLog::Append(std::string kind, json fields) {
 int64_t AuditLog::AppendVersions(std::string kind, json fields,
                                  std::vector<std::tuple<std::string, int64_t, Value>> versions,
                                  bool hash, std::map<std::string, int64_t> from) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t ticket = next_ticket_++;
   queue_.push_back({ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339(),
                     hash, std::move(from)});
-  cv_.notify_all();
+  cv_.SignalAll();
   return ticket;
 }
 
 int64_t AuditLog::last_ticket() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_ticket_ - 1;
 }
 
 Status AuditLog::WaitWritten(int64_t ticket) {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return written_ >= ticket || !error_.ok(); });
+  MutexLock lock(mu_);
+  while (written_ < ticket && error_.ok()) cv_.Wait(mu_);
   return error_;
 }
 
 void AuditLog::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    while (!stop_ && queue_.empty()) cv_.Wait(mu_);
     if (queue_.empty()) return;  // stopping with nothing left
     Pending p = std::move(queue_.front());
     queue_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     const int64_t ticket = p.ticket;
     Status s = Write(std::move(p));
-    lock.lock();
+    mu_.Lock();
     if (!s.ok() && error_.ok()) {
       error_ = s;
       // A writer whose process stopped (or crashed, in process) loses what it had queued, as a
@@ -152,7 +152,7 @@ void AuditLog::Loop() {
       }
     }
     written_ = ticket;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 

@@ -31,10 +31,8 @@
 // caller's path; WaitWritten bounds how far behind it may be. Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -43,6 +41,7 @@
 #include <vector>
 
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "runtime/audit/audit_signature.h"
 #include "runtime/core/layout.h"
 
@@ -84,8 +83,8 @@ class AuditLog {
     bool hash = true;
     std::map<std::string, int64_t> from;
   };
-  int64_t last_ticket() const;
-  void Loop();
+  int64_t last_ticket() const EXCLUDES(mu_);
+  void Loop() EXCLUDES(mu_);
   Status Write(Pending p);
   Status WriteRecord(const std::string& kind, nlohmann::json fields, const std::string& time);
   // Finds the chain's last record in the space: head_seq_, head_hash_, ended_.
@@ -95,13 +94,13 @@ class AuditLog {
   const Layout* layout_;
   const std::string writer_;
   const std::shared_ptr<const AuditSigner> signer_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Pending> queue_;  // GUARDED_BY(mu_)
-  int64_t next_ticket_ = 1;    // GUARDED_BY(mu_)
-  int64_t written_ = 0;        // GUARDED_BY(mu_): every ticket up to it is done
-  Status error_;               // GUARDED_BY(mu_)
-  bool stop_ = false;          // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Pending> queue_ GUARDED_BY(mu_);
+  int64_t next_ticket_ GUARDED_BY(mu_) = 1;
+  int64_t written_ GUARDED_BY(mu_) = 0;  // every ticket up to it is done
+  Status error_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   // The log thread's own.
   bool head_known_ = false;
   int64_t head_seq_ = 0;

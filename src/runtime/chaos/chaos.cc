@@ -56,10 +56,10 @@ void Chaos::Start() {
 
 void Chaos::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -86,12 +86,15 @@ void Chaos::Loop() {
     }
   };
   if (crashes) plan_interval();
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     auto wake = next_speed;
     for (auto t : crash_at) wake = std::min(wake, t);
     if (crashes) wake = std::min(wake, interval_start + secs(options_.crash_interval_s));
-    if (cv_.wait_until(lock, wake, [&] { return stop_; })) break;
+    // Until `wake` or Stop(); a wake-up for neither waits again.
+    while (!stop_ && cv_.WaitUntil(mu_, wake) == std::cv_status::no_timeout) {
+    }
+    if (stop_) break;
     const auto now = Clock::now();
     if (now >= next_speed && !options_.speeds.empty()) {
       std::uniform_int_distribution<size_t> pick(0, options_.speeds.size() - 1);

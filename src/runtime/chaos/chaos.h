@@ -7,15 +7,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "acan/job.h"
+#include "common/thread_annotations.h"
 
 namespace acan::runtime {
 
@@ -65,9 +64,9 @@ class Chaos {
   int handlers_;
   ChaosActions actions_;
   std::mt19937_64 rng_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

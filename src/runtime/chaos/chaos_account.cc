@@ -12,7 +12,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
   switch (parsed->kind) {
     case KeyKind::kTask: {
       auto attempt = TaskMessageAttempt(value);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!attempt.ok()) return;
       attempt_[parsed->task_key] = *attempt;
       ForgetOldStepsLocked(parsed->step);
@@ -25,7 +25,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       return;
     }
     case KeyKind::kClaim: {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (done_.count(parsed->task_key) == 0) {
         Held& h = held_[parsed->task_key];
         if (h.handler != parsed->handler) h = {parsed->handler, Clock::now()};
@@ -44,7 +44,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       const int64_t in_hand_ns = done->in_hand_ns > 0 ? done->in_hand_ns : done->exec_ns;
       const int64_t read_wall_ns = Env::Default()->WallNs();
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (done->reported_wall_ns > 0) {
           watch_lag_.Record(uint64_t(std::max<int64_t>(read_wall_ns - done->reported_wall_ns, 0)));
         }
@@ -98,7 +98,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       return;
     }
     case KeyKind::kRestartNotice: {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [task, lost] : lost_now_) {
         if (lost.handler == parsed->handler && !lost.noticed) lost.noticed = Clock::now();
       }
@@ -109,7 +109,7 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
       if (!p.ok()) return;
       telemetry_.OnStep(*p, ControllerSnapshot{});
       if (p->finished) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         finished_ = true;
       }
       return;
@@ -124,19 +124,19 @@ void ChaosAccount::ForgetOldStepsLocked(int64_t step) {
   // In strides of kKeepSteps, so that the maps are walked once per kKeepSteps steps.
   if (newest_step_ - forgotten_below_ < 2 * kKeepSteps) return;
   forgotten_below_ = newest_step_ - kKeepSteps;
-  auto old = [&](const std::string& task) {
+  auto old = [&](const std::string& task) REQUIRES(mu_) {
     const int64_t s = Layout::StepOf(task);
     return s >= 0 && s < forgotten_below_ && lost_now_.count(task) == 0;
   };
-  std::erase_if(attempt_, [&](const auto& kv) { return old(kv.first); });
-  std::erase_if(held_, [&](const auto& kv) { return old(kv.first); });
-  std::erase_if(done_, [&](const std::string& task) { return old(task); });
+  std::erase_if(attempt_, [&](const auto& kv) REQUIRES(mu_) { return old(kv.first); });
+  std::erase_if(held_, [&](const auto& kv) REQUIRES(mu_) { return old(kv.first); });
+  std::erase_if(done_, [&](const std::string& task) REQUIRES(mu_) { return old(task); });
 }
 
 void ChaosAccount::OnHandlerKilled(int id) {
   const auto now = Clock::now();
   const int64_t now_wall_ns = Env::Default()->WallNs();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   {
     for (auto it = held_.begin(); it != held_.end();) {
       if (it->second.handler != id) {
@@ -161,7 +161,7 @@ void ChaosAccount::OnHandlerKilled(int id) {
 
 RecoveryStats ChaosAccount::recovery() const {
   RecoveryStats r = telemetry_.recovery();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   r.handler_ms = recovery_ms_;
   r.lost_task_ms = redo_ms_;
   r.lost_classes = redo_classes_;
@@ -176,37 +176,37 @@ RecoveryStats ChaosAccount::recovery() const {
 
 void ChaosAccount::OnManagerKilled() {
   telemetry_.OnManagerCrash();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   manager_kills_.push_back(Clock::now());
 }
 
 LatencyHistogram ChaosAccount::watch_lag() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return watch_lag_;
 }
 
 nlohmann::json ChaosAccount::lost_trace() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return trace_;
 }
 
 double ChaosAccount::extra_compute_ratio() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return useful_s_ > 0 ? total_s_ / useful_s_ - 1 : 0.0;
 }
 
 bool ChaosAccount::job_finished() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return finished_;
 }
 
 int64_t ChaosAccount::lost_tasks() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lost_;
 }
 
 int64_t ChaosAccount::lost_not_redone() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return int64_t(lost_now_.size());
 }
 

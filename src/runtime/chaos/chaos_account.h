@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -19,6 +18,7 @@
 
 #include "acan/key.h"
 #include "acan/value.h"
+#include "common/thread_annotations.h"
 #include "runtime/core/layout.h"
 #include "runtime/view/telemetry.h"
 
@@ -72,28 +72,28 @@ class ChaosAccount {
   // Forgets the tasks of steps long past (kKeepSteps behind the newest seen), so that a long run's
   // account stays bounded: a report of one arriving later still counts as compute, and as useful
   // (a duplicate that late is not told from a first report).
-  void ForgetOldStepsLocked(int64_t step);
+  void ForgetOldStepsLocked(int64_t step) REQUIRES(mu_);
   static constexpr int64_t kKeepSteps = 256;
   const Layout layout_;
   Telemetry telemetry_;
-  mutable std::mutex mu_;
-  std::map<std::string, Held> held_;        // GUARDED_BY(mu_): task key -> its last claim
-  std::set<std::string> done_;              // GUARDED_BY(mu_): task keys reported at least once
-  std::map<std::string, int32_t> attempt_;  // GUARDED_BY(mu_): each task's last attempt sent
-  std::map<std::string, Lost> lost_now_;    // GUARDED_BY(mu_): lost, not yet redone
-  // GUARDED_BY(mu_): kill -> redo reported, the redo's own time, its class (as RecoveryStats).
-  std::vector<double> recovery_ms_, redo_ms_;
-  std::vector<std::string> redo_classes_;
-  std::vector<double> redo_speeds_;
-  nlohmann::json trace_ = nlohmann::json::array();  // GUARDED_BY(mu_): lost_trace()
-  std::vector<Clock::time_point> manager_kills_;    // GUARDED_BY(mu_)
-  LatencyHistogram watch_lag_;                      // GUARDED_BY(mu_)
-  double useful_s_ = 0;                             // GUARDED_BY(mu_)
-  double total_s_ = 0;                              // GUARDED_BY(mu_)
-  int64_t lost_ = 0;                                // GUARDED_BY(mu_)
-  bool finished_ = false;                           // GUARDED_BY(mu_)
-  int64_t newest_step_ = 0;                         // GUARDED_BY(mu_): of a task seen
-  int64_t forgotten_below_ = 0;                     // GUARDED_BY(mu_): steps forgotten
+  mutable Mutex mu_;
+  std::map<std::string, Held> held_ GUARDED_BY(mu_);        // task key -> its last claim
+  std::set<std::string> done_ GUARDED_BY(mu_);              // task keys reported at least once
+  std::map<std::string, int32_t> attempt_ GUARDED_BY(mu_);  // each task's last attempt sent
+  std::map<std::string, Lost> lost_now_ GUARDED_BY(mu_);    // lost, not yet redone
+  // kill -> redo reported, the redo's own time, its class (as RecoveryStats).
+  std::vector<double> recovery_ms_ GUARDED_BY(mu_), redo_ms_ GUARDED_BY(mu_);
+  std::vector<std::string> redo_classes_ GUARDED_BY(mu_);
+  std::vector<double> redo_speeds_ GUARDED_BY(mu_);
+  nlohmann::json trace_ GUARDED_BY(mu_) = nlohmann::json::array();  // lost_trace()
+  std::vector<Clock::time_point> manager_kills_ GUARDED_BY(mu_);
+  LatencyHistogram watch_lag_ GUARDED_BY(mu_);
+  double useful_s_ GUARDED_BY(mu_) = 0;
+  double total_s_ GUARDED_BY(mu_) = 0;
+  int64_t lost_ GUARDED_BY(mu_) = 0;
+  bool finished_ GUARDED_BY(mu_) = false;
+  int64_t newest_step_ GUARDED_BY(mu_) = 0;      // of a task seen
+  int64_t forgotten_below_ GUARDED_BY(mu_) = 0;  // steps forgotten
 };
 
 }  // namespace acan::runtime

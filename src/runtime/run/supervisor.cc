@@ -13,18 +13,20 @@
 namespace acan::runtime {
 
 bool RunEnd::WaitUntil(Clock::time_point until) {
-  std::unique_lock lock(mu_);
-  cv_.wait_until(lock, until, [&] { return over() || poked_.load(); });
+  MutexLock lock(mu_);
+  // A wake-up for none of them waits again.
+  while (!over() && !poked_.load() && cv_.WaitUntil(mu_, until) == std::cv_status::no_timeout) {
+  }
   poked_.store(false);
   return over();
 }
 
 void RunEnd::Set(std::atomic<bool>* flag) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     flag->store(true);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 ManagerOptions ManagerOptionsFor(const RunOptions& run, int id) {
@@ -68,17 +70,17 @@ void ManagerSlot::Join() {
 }
 
 Status ManagerSlot::status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return status_;
 }
 
 bool ManagerSlot::has_controller() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return has_controller_;
 }
 
 ControllerSnapshot ManagerSlot::controller() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return controller_;
 }
 
@@ -88,7 +90,7 @@ void ManagerSlot::Loop() {
     mo.on_step = [this](const Progress& p, const ControllerSnapshot& c) {
       telemetry_->OnStep(p, c);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         controller_ = c;
         has_controller_ = true;
       }
@@ -151,7 +153,7 @@ void ManagerSlot::Loop() {
       continue;
     }
     if (!s.IsCancelled() && !s.IsUnavailable()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       status_ = s;
       end_->Stop();
     }
@@ -189,7 +191,7 @@ void HandlerSlot::Crash() {
   {
     // The moment, the incarnation and the stop together: the slot's thread reads the first two
     // only after it sees the stop, and starts the next incarnation under the same lock.
-    std::lock_guard lock(crash_mu_);
+    MutexLock lock(crash_mu_);
     if (finished_.load() || stop_.load()) return;  // already down
     crashed_at_ = now;
     incarnation = incarnation_;
@@ -209,7 +211,7 @@ void HandlerSlot::Join() {
 }
 
 int64_t HandlerSlot::incarnation() {
-  std::lock_guard lock(crash_mu_);
+  MutexLock lock(crash_mu_);
   return incarnation_;
 }
 
@@ -218,18 +220,19 @@ void HandlerSlot::Loop() {
 }
 
 bool HandlerSlot::RunIncarnation() {
+  int64_t incarnation = 0;
   {
-    std::lock_guard lock(crash_mu_);
+    MutexLock lock(crash_mu_);
     if (finished_.load()) return false;
     stop_.store(false);
-    incarnation_ = ++options_.incarnation;
+    incarnation = incarnation_ = ++options_.incarnation;
   }
   // The incarnation's view of the space, which dies only at a write it is told to die at
   // (RunHooks): a Crash() stops the handler through stop_, which then gives back what it holds.
   static const std::atomic<bool> kNeverCrashed{false};
   CrashableSpace view(space_, &kNeverCrashed);
   if (crash_at_write_) {
-    if (const int64_t n = crash_at_write_(incarnation_); n > 0) {
+    if (const int64_t n = crash_at_write_(incarnation); n > 0) {
       view.KillAtWrite(n, [this] { Crash(); });
     }
   }
@@ -247,7 +250,7 @@ bool HandlerSlot::RunIncarnation() {
   if (finished_.load() || !stop_.load()) return false;  // done, or the space closed
   Clock::time_point crashed_at;
   {
-    std::lock_guard lock(crash_mu_);
+    MutexLock lock(crash_mu_);
     crashed_at = crashed_at_;
   }
   stats_.crashes.fetch_add(1);

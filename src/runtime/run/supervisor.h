@@ -7,13 +7,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "acan/job.h"
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "nn/dataset.h"
 #include "runtime/core/layout.h"
 #include "runtime/handler/handler.h"
@@ -40,9 +39,10 @@ class RunEnd {
 
  private:
   void Set(std::atomic<bool>* flag);
+  // Set under mu_ (so that a waiter cannot miss the notification), read anywhere.
   std::atomic<bool> finished_{false}, stopped_{false}, poked_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
 };
 
 // The options of slot `id`'s managers: the run's manager settings, and the owner name.
@@ -85,10 +85,10 @@ class ManagerSlot {
   std::atomic<int64_t> crashes_{0};
   int64_t active_incarnations_ = 0;  // on the slot's thread only
   bool paused_ = false;              // RunHooks::pause_manager_after_step; on the slot's thread
-  mutable std::mutex mu_;
-  Status status_;                  // guarded by mu_
-  ControllerSnapshot controller_;  // guarded by mu_
-  bool has_controller_ = false;    // guarded by mu_
+  mutable Mutex mu_;
+  Status status_ GUARDED_BY(mu_);
+  ControllerSnapshot controller_ GUARDED_BY(mu_);
+  bool has_controller_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -136,9 +136,9 @@ class HandlerSlot {
   SlowedEnv env_;  // the processor, slowed down by stats_.speed
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
-  std::mutex crash_mu_;
-  int64_t incarnation_ = 0;       // guarded by crash_mu_
-  Clock::time_point crashed_at_;  // guarded by crash_mu_
+  Mutex crash_mu_;
+  int64_t incarnation_ GUARDED_BY(crash_mu_) = 0;
+  Clock::time_point crashed_at_ GUARDED_BY(crash_mu_);
   int cpu_ = -1;
   std::function<int64_t(int64_t)> crash_at_write_;
   std::thread thread_;

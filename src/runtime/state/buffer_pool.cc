@@ -8,7 +8,7 @@ BufferPool::BufferPool(size_t max_bytes) : state_(std::make_shared<State>()) {
 
 std::vector<float> BufferPool::Get(size_t n) {
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     auto it = state_->idle.find(n);
     if (it != state_->idle.end() && !it->second.empty()) {
       std::vector<float> v = std::move(it->second.back());
@@ -22,7 +22,7 @@ std::vector<float> BufferPool::Get(size_t n) {
 
 void BufferPool::Recycle(State& state, std::vector<float>&& buffer) {
   const size_t bytes = buffer.size() * sizeof(float);
-  std::lock_guard lock(state.mu);
+  MutexLock lock(state.mu);
   if (bytes == 0 || state.bytes + bytes > state.max_bytes) return;  // let it go
   state.bytes += bytes;
   state.idle[buffer.size()].push_back(std::move(buffer));
@@ -40,7 +40,7 @@ Value BufferPool::Wrap(std::vector<float> buffer) {
 }
 
 size_t BufferPool::idle_bytes() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->bytes;
 }
 

@@ -7,11 +7,11 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "acan/value.h"
+#include "common/thread_annotations.h"
 
 namespace acan::runtime {
 
@@ -29,10 +29,10 @@ class BufferPool {
 
  private:
   struct State {
-    std::mutex mu;
+    Mutex mu;
     size_t max_bytes;
-    size_t bytes = 0;                                                  // GUARDED_BY(mu)
-    std::unordered_map<size_t, std::vector<std::vector<float>>> idle;  // GUARDED_BY(mu), by size
+    size_t bytes GUARDED_BY(mu) = 0;
+    std::unordered_map<size_t, std::vector<std::vector<float>>> idle GUARDED_BY(mu);  // by size
   };
   static void Recycle(State& state, std::vector<float>&& buffer);
 

@@ -69,7 +69,7 @@ int64_t VersionOracle::Record(const Key& key, const Value& value) {
   if (parsed->kind != KeyKind::kState && parsed->kind != KeyKind::kProposal) return -1;
   const bool state = parsed->kind == KeyKind::kState;
   const uint64_t hash = HashOf(value);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t order = next_order_++;
   ShardLog& log = shards_[parsed->name];
   if (!state) {
@@ -99,7 +99,7 @@ int64_t VersionOracle::Record(const Key& key, const Value& value) {
 void VersionOracle::Unrecord(const Key& key, int64_t order) {
   auto parsed = layout_.Parse(key);
   if (!parsed.ok()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ShardLog& log = shards_[parsed->name];
   std::erase_if(parsed->kind == KeyKind::kState ? log.versions : log.proposals,
                 [&](const Landed& l) { return l.order == order; });
@@ -198,13 +198,13 @@ void VersionOracle::CheckTask(const ParsedKey& task, const Value& value) {
       }
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++tasks_;
   if (window_violation_.empty()) window_violation_ = violation;
 }
 
 Status VersionOracle::Check(const std::vector<std::string>& shards, int64_t final_version) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!window_violation_.empty()) return Status::DataLoss("oracle: " + window_violation_);
   if (!forgotten_failure_.empty()) return Status::DataLoss("oracle: " + forgotten_failure_);
   for (const std::string& shard : shards) {
@@ -235,7 +235,7 @@ Status VersionOracle::CheckJob(const JobConfig& job, int64_t task_size, int64_t 
 }
 
 int64_t VersionOracle::versions_written() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t n = 0;
   for (const auto& [k, log] : shards_)
     n += log.forgotten + static_cast<int64_t>(log.versions.size());
@@ -243,7 +243,7 @@ int64_t VersionOracle::versions_written() const {
 }
 
 int64_t VersionOracle::version_copies() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t n = 0;
   for (const auto& [k, log] : shards_) {
     std::set<int64_t> distinct;
@@ -254,12 +254,12 @@ int64_t VersionOracle::version_copies() const {
 }
 
 int64_t VersionOracle::tasks_seen() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return tasks_;
 }
 
 int64_t VersionOracle::proposals_seen() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t n = 0;
   for (const auto& [k, log] : shards_) {
     n += log.forgotten_proposals + static_cast<int64_t>(log.proposals.size());

@@ -17,12 +17,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "acan/job.h"
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "runtime/core/layout.h"
 
 namespace acan::runtime {
@@ -78,16 +78,16 @@ class VersionOracle {
   static Status Verify(const std::string& shard, const ShardLog& log, int64_t upto, int64_t* next,
                        int64_t* next_order);
   // Checks and forgets `log`'s oldest versions once it holds 2 * kKeep.
-  void CompactLocked(const std::string& shard, ShardLog& log);
+  void CompactLocked(const std::string& shard, ShardLog& log) REQUIRES(mu_);
 
   Layout layout_;
   int64_t window_;
-  mutable std::mutex mu_;
-  int64_t tasks_ = 0;                       // guarded by mu_
-  std::string window_violation_;            // the first; guarded by mu_
-  int64_t next_order_ = 0;                  // guarded by mu_
-  std::map<std::string, ShardLog> shards_;  // guarded by mu_
-  std::string forgotten_failure_;           // the first, in versions forgotten; guarded by mu_
+  mutable Mutex mu_;
+  int64_t tasks_ GUARDED_BY(mu_) = 0;
+  std::string window_violation_ GUARDED_BY(mu_);  // the first
+  int64_t next_order_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, ShardLog> shards_ GUARDED_BY(mu_);
+  std::string forgotten_failure_ GUARDED_BY(mu_);  // the first, in versions forgotten
 };
 
 }  // namespace acan::runtime

@@ -48,18 +48,18 @@ LiveView::LiveView(obs::Labels labels, std::string title, json facts)
     : labels_(std::move(labels)), title_(std::move(title)), facts_(std::move(facts)) {}
 
 void LiveView::OnSample(const LiveSample& sample) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   rows_.Push(RowJson(sample.row), /*keep=*/sample.finished);
   last_ = sample;
 }
 
 void LiveView::OnEpoch(const EpochPoint& epoch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   epochs_.push_back(epoch);
 }
 
 void LiveView::SetFact(const std::string& name, json value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   facts_[name] = std::move(value);
 }
 
@@ -76,13 +76,13 @@ std::string LiveView::Text(bool up) const {
     AppendMetrics(source_(), e);
     return e.text();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (last_) AppendMetrics(*last_, e);
   return e.text();
 }
 
 json LiveView::PageData() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json d;
   d["title"] = title_;
   json facts = facts_;

@@ -7,12 +7,12 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "obs/exposition.h"
 #include "runtime/core/decimated.h"
 #include "runtime/core/records.h"
@@ -48,15 +48,15 @@ class LiveView {
  private:
   std::string Text(bool up) const;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   const obs::Labels labels_;
   const std::string title_;
-  nlohmann::json facts_;            // GUARDED_BY(mu_)
-  std::optional<LiveSample> last_;  // GUARDED_BY(mu_)
+  nlohmann::json facts_ GUARDED_BY(mu_);
+  std::optional<LiveSample> last_ GUARDED_BY(mu_);
   std::function<LiveSample()> source_;
-  Decimated<nlohmann::json>
-      rows_;  // GUARDED_BY(mu_): the samples, bounded (runtime/core/decimated.h)
-  std::vector<EpochPoint> epochs_;  // GUARDED_BY(mu_)
+  // The samples, bounded (runtime/core/decimated.h).
+  Decimated<nlohmann::json> rows_ GUARDED_BY(mu_);
+  std::vector<EpochPoint> epochs_ GUARDED_BY(mu_);
 };
 
 // A metrics row as the page plots it.

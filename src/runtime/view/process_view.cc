@@ -25,7 +25,7 @@ void ProcessView::OnPut(const Key& key, const Value& value) {
   if (parsed->kind == KeyKind::kDone) {
     auto done = DecodeDoneMessage(value);
     if (!done.ok() || !done->error.empty() || !done->missing.empty()) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (done->handler < 0 || size_t(done->handler) >= handlers_.size()) return;
     HandlerReport& h = handlers_[size_t(done->handler)];
     const int64_t in_hand = done->in_hand_ns > 0 ? done->in_hand_ns : done->exec_ns;
@@ -38,7 +38,7 @@ void ProcessView::OnPut(const Key& key, const Value& value) {
   if (parsed->kind != KeyKind::kManagerState) return;
   auto p = Progress::FromJson(value.AsString());
   if (!p.ok()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   progress_ = std::move(*p);
   if (Clock::now() - last_sample_ >= interval_ || progress_.finished) {
     SampleLocked(progress_.finished);
@@ -46,13 +46,13 @@ void ProcessView::OnPut(const Key& key, const Value& value) {
 }
 
 void ProcessView::SetCrashes(int64_t handlers, int64_t manager) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   handler_kills_ = handlers;
   manager_kills_ = manager;
 }
 
 void ProcessView::SetSpeeds(std::vector<double> speeds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   speeds_ = std::move(speeds);
 }
 
@@ -61,7 +61,7 @@ void ProcessView::SetResident(std::function<std::pair<int64_t, int64_t>()> resid
 }
 
 void ProcessView::Finish() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SampleLocked(true);
 }
 

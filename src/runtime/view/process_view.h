@@ -9,12 +9,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "acan/key.h"
 #include "acan/value.h"
+#include "common/thread_annotations.h"
 #include "runtime/core/layout.h"
 #include "runtime/view/live_view.h"
 
@@ -35,21 +35,23 @@ class ProcessView {
   void Finish();
 
  private:
-  void SampleLocked(bool finished);  // REQUIRES: mu_ held
+  void SampleLocked(bool finished) REQUIRES(mu_);
 
   const Layout layout_;
   const std::shared_ptr<LiveView> view_;
   const std::chrono::milliseconds interval_;
   const Clock::time_point start_ = Clock::now();
   std::function<std::pair<int64_t, int64_t>()> resident_;
-  std::mutex mu_;
-  Progress progress_;                                     // GUARDED_BY(mu_): the last state put
-  std::vector<HandlerReport> handlers_;                   // GUARDED_BY(mu_)
-  std::vector<double> speeds_;                            // GUARDED_BY(mu_)
-  std::map<std::string, LatencyHistogram> task_latency_;  // GUARDED_BY(mu_)
-  int64_t handler_kills_ = 0, manager_kills_ = 0;         // GUARDED_BY(mu_)
-  Clock::time_point last_sample_{}, last_row_at_;         // GUARDED_BY(mu_)
-  int64_t last_samples_ = 0;                              // GUARDED_BY(mu_)
+  Mutex mu_;
+  Progress progress_ GUARDED_BY(mu_);  // the last state put
+  std::vector<HandlerReport> handlers_ GUARDED_BY(mu_);
+  std::vector<double> speeds_ GUARDED_BY(mu_);
+  std::map<std::string, LatencyHistogram> task_latency_ GUARDED_BY(mu_);
+  int64_t handler_kills_ GUARDED_BY(mu_) = 0;
+  int64_t manager_kills_ GUARDED_BY(mu_) = 0;
+  Clock::time_point last_sample_ GUARDED_BY(mu_) = {};
+  Clock::time_point last_row_at_ GUARDED_BY(mu_);
+  int64_t last_samples_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace acan::runtime

@@ -25,7 +25,7 @@ StallWatch::StallWatch(Clock::duration floor)
 Clock::duration StallWatch::Limit() const { return std::max(floor_, 8 * longest_); }
 
 void StallWatch::OnStep(int64_t next_step, Clock::duration longest_timeout) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   last_ = Clock::now();
   next_step_ = next_step;
   if (longest_timeout.count() > 0) longest_ = longest_timeout;
@@ -33,7 +33,7 @@ void StallWatch::OnStep(int64_t next_step, Clock::duration longest_timeout) {
 }
 
 std::optional<double> StallWatch::Due() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto now = Clock::now();
   if (now < next_report_) return std::nullopt;
   next_report_ = now + Limit();
@@ -41,7 +41,7 @@ std::optional<double> StallWatch::Due() {
 }
 
 int64_t StallWatch::next_step() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_step_;
 }
 

@@ -3,10 +3,10 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/thread_annotations.h"
 #include "runtime/core/records.h"
 #include "space/census_space.h"
 
@@ -40,14 +40,14 @@ class StallWatch {
   int64_t next_step() const;
 
  private:
-  Clock::duration Limit() const;  // REQUIRES: mu_ held
+  Clock::duration Limit() const REQUIRES(mu_);
 
   const Clock::duration floor_;
-  mutable std::mutex mu_;
-  Clock::time_point last_;         // GUARDED_BY(mu_)
-  Clock::time_point next_report_;  // GUARDED_BY(mu_)
-  Clock::duration longest_{};      // GUARDED_BY(mu_)
-  int64_t next_step_ = 0;          // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  Clock::time_point last_ GUARDED_BY(mu_);
+  Clock::time_point next_report_ GUARDED_BY(mu_);
+  Clock::duration longest_ GUARDED_BY(mu_) = {};
+  int64_t next_step_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace acan::runtime

@@ -13,7 +13,7 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 Telemetry::Telemetry(const Env* env) : env_(env) {}
 
 void Telemetry::OnStep(const Progress& p, const ControllerSnapshot& c) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   progress_ = p;
   controller_ = c;
   last_step_at_ = env_->Now();
@@ -24,7 +24,7 @@ void Telemetry::OnStep(const Progress& p, const ControllerSnapshot& c) {
 }
 
 void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns, double speed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const std::string cls = Layout::TaskClass(key);
   if (!(speed > 0)) speed = 1.0;
   task_latency_[cls].Record(static_cast<uint64_t>(std::max<int64_t>(exec_ns, 0)));
@@ -37,7 +37,7 @@ void Telemetry::OnTaskDone(const std::string& key, int64_t exec_ns, double speed
 }
 
 void Telemetry::OnReported(const std::string& key, int64_t exec_ns, double speed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!(speed > 0)) speed = 1.0;
   const Report report{env_->Now(), exec_ns, speed};
   auto it = lost_.find(key);
@@ -61,12 +61,12 @@ void Telemetry::RecordRedoLocked(const std::string& key, Clock::time_point lost_
 }
 
 void Telemetry::OnUsefulWork(int handler, int64_t work) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   useful_work_[handler] += work;
 }
 
 std::vector<int64_t> Telemetry::UsefulWork(size_t n) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<int64_t> out(n, 0);
   for (const auto& [h, w] : useful_work_) {
     if (h >= 0 && size_t(h) < n) out[size_t(h)] = w;
@@ -75,12 +75,12 @@ std::vector<int64_t> Telemetry::UsefulWork(size_t n) const {
 }
 
 std::map<std::string, LatencyHistogram> Telemetry::TaskLatency() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return task_latency_;
 }
 
 void Telemetry::OnHandlerCrash(const std::vector<AbandonedTask>& lost, Clock::time_point at) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& t : lost) {
     if (lost_.count(t.key)) continue;
     ++recovery_.lost_tasks;
@@ -94,35 +94,35 @@ void Telemetry::OnHandlerCrash(const std::vector<AbandonedTask>& lost, Clock::ti
 }
 
 void Telemetry::OnManagerCrash() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   manager_crashes_.push_back(env_->Now());
 }
 
 void Telemetry::SetStepHook(int64_t n, std::function<void()> hook) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   step_hook_at_ = n;
   step_hook_ = std::move(hook);
 }
 
 void Telemetry::OnActive(int slot) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++incarnations_;
   active_slot_ = slot;
 }
 
 void Telemetry::OnFlight(const FlightStatus& f) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   flight_ = f;
 }
 
 void Telemetry::OnRecovered(std::chrono::nanoseconds took, int64_t calls) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   recovery_.manager_recovery_ms.push_back(Ms(took));
   recovery_.manager_recovery_calls.push_back(calls);
 }
 
 std::optional<double> Telemetry::MedianStepS(int64_t n) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (n < 1 || int64_t(step_times_.size()) < n + 1) return std::nullopt;
   std::vector<double> gaps;
   for (int64_t i = 0; i < n; ++i) {
@@ -133,7 +133,7 @@ std::optional<double> Telemetry::MedianStepS(int64_t n) const {
 }
 
 StallReport Telemetry::Stall(Clock::time_point run_start) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   StallReport r;
   const auto now = env_->Now();
   r.t_s = std::chrono::duration<double>(now - run_start).count();
@@ -145,17 +145,17 @@ StallReport Telemetry::Stall(Clock::time_point run_start) const {
 }
 
 Clock::time_point Telemetry::last_step_at() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_step_at_;
 }
 
 std::pair<Progress, ControllerSnapshot> Telemetry::Latest() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return {progress_, controller_};
 }
 
 RecoveryStats Telemetry::recovery() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   RecoveryStats r = recovery_;
   r.lost_not_redone = int64_t(lost_.size());
   return r;

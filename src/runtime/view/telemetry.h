@@ -7,13 +7,13 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "runtime/core/controller.h"
 #include "runtime/core/progress.h"
 #include "runtime/core/records.h"
@@ -81,30 +81,33 @@ class Telemetry {
 
  private:
   const Env* env_;
-  mutable std::mutex mu_;
-  Progress progress_;
-  ControllerSnapshot controller_;
-  RecoveryStats recovery_;
-  std::map<std::string, LatencyHistogram> task_latency_;
-  std::map<int, int64_t> useful_work_;  // by handler
-  std::unordered_map<std::string, Clock::time_point> lost_;
+  mutable Mutex mu_;
+  Progress progress_ GUARDED_BY(mu_);
+  ControllerSnapshot controller_ GUARDED_BY(mu_);
+  RecoveryStats recovery_ GUARDED_BY(mu_);
+  std::map<std::string, LatencyHistogram> task_latency_ GUARDED_BY(mu_);
+  std::map<int, int64_t> useful_work_ GUARDED_BY(mu_);  // by handler
+  std::unordered_map<std::string, Clock::time_point> lost_ GUARDED_BY(mu_);
   struct Report {
     Clock::time_point at;
     int64_t exec_ns = 0;
     double speed = 1;
   };
-  // A redo of `key`, lost at `lost_at`, reported: recovery_'s figures for it. REQUIRES: mu_.
-  void RecordRedoLocked(const std::string& key, Clock::time_point lost_at, const Report& redo);
+  // A redo of `key`, lost at `lost_at`, reported: recovery_'s figures for it.
+  void RecordRedoLocked(const std::string& key, Clock::time_point lost_at, const Report& redo)
+      REQUIRES(mu_);
   static constexpr size_t kReportsKept = 65536;
-  std::unordered_map<std::string, Report> reported_;  // each task's last report (OnReported)
-  std::vector<Clock::time_point> manager_crashes_;
-  Clock::time_point last_step_at_;
-  std::vector<Clock::time_point> step_times_;  // of the first steps (the chaos calibration)
-  int64_t incarnations_ = 0;
-  int active_slot_ = -1;
-  FlightStatus flight_;
-  int64_t step_hook_at_ = 0;
-  std::function<void()> step_hook_;
+  // Each task's last report (OnReported).
+  std::unordered_map<std::string, Report> reported_ GUARDED_BY(mu_);
+  std::vector<Clock::time_point> manager_crashes_ GUARDED_BY(mu_);
+  Clock::time_point last_step_at_ GUARDED_BY(mu_);
+  // Of the first steps (the chaos calibration).
+  std::vector<Clock::time_point> step_times_ GUARDED_BY(mu_);
+  int64_t incarnations_ GUARDED_BY(mu_) = 0;
+  int active_slot_ GUARDED_BY(mu_) = -1;
+  FlightStatus flight_ GUARDED_BY(mu_);
+  int64_t step_hook_at_ GUARDED_BY(mu_) = 0;
+  std::function<void()> step_hook_ GUARDED_BY(mu_);
 };
 
 }  // namespace acan::runtime

@@ -7,7 +7,7 @@ namespace acan::runtime {
 TraceRecorder::TraceRecorder(size_t max_events) : origin_(Clock::now()), max_events_(max_events) {}
 
 void TraceRecorder::Add(Event e) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (events_.size() >= max_events_) {
     ++dropped_;
     return;
@@ -40,12 +40,12 @@ void TraceRecorder::Instant(int lane, std::string name, const char* category, st
 }
 
 size_t TraceRecorder::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return events_.size();
 }
 
 int64_t TraceRecorder::dropped() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 
@@ -66,7 +66,7 @@ std::string TraceRecorder::ToJson(int handlers) const {
   };
   lane_name(kManagerLane, "manager");
   for (int h = 0; h < handlers; ++h) lane_name(HandlerLane(h), "handler " + std::to_string(h));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const Event& e : events_) {
     json j = {{"ph", std::string(1, e.phase)},
               {"pid", 1},

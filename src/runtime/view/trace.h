@@ -6,11 +6,11 @@
 
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "acan/clock.h"
+#include "common/thread_annotations.h"
 
 namespace acan::runtime {
 
@@ -56,9 +56,9 @@ class TraceRecorder {
 
   const Clock::time_point origin_;
   const size_t max_events_;
-  mutable std::mutex mu_;
-  std::deque<Event> events_;  // no copying of what is recorded as it grows
-  int64_t dropped_ = 0;
+  mutable Mutex mu_;
+  std::deque<Event> events_ GUARDED_BY(mu_);  // no copying of what is recorded as it grows
+  int64_t dropped_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace acan::runtime

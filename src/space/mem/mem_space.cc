@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "space/cell_internal.h"
@@ -63,7 +62,7 @@ Status MemSpace::PutChecked(Key key, Value value, const Fence* fence, Deadline d
   }
   std::shared_ptr<Waiter> to_wake;
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return done(CancelledStatus());
     const size_t max_total = options_.max_total_bytes;
     if (max_total != 0 && bytes_ + size > max_total) {
@@ -75,8 +74,8 @@ Status MemSpace::PutChecked(Key key, Value value, const Fence* fence, Deadline d
       ++room_waiters_;
       while (!closed_ && bytes_ + size > max_total) {
         if (deadline.infinite()) {
-          room_.wait(lock);
-        } else if (room_.wait_until(lock, deadline.at()) == std::cv_status::timeout &&
+          room_.Wait(mu_);
+        } else if (room_.WaitUntil(mu_, deadline.at()) == std::cv_status::timeout &&
                    bytes_ + size > max_total) {
           --room_waiters_;
           return done(Status::ResourceExhausted(fmt::format(
@@ -101,7 +100,7 @@ Status MemSpace::PutChecked(Key key, Value value, const Fence* fence, Deadline d
     to_wake = SignalWaiterLocked(key);
     index_.Insert(Tuple{std::move(key), std::move(value)});
   }
-  if (to_wake) to_wake->cv.notify_one();
+  if (to_wake) to_wake->cv.Signal();
   return done(Status::Ok());
 }
 
@@ -131,13 +130,13 @@ inline void CpuRelax() {
 }  // namespace
 
 template <typename TryTake>
-Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& pattern,
-                             Deadline deadline, SpaceOp op, TryTake try_take) {
+Status MemSpace::WaitAndTake(const Pattern& pattern, Deadline deadline, SpaceOp op,
+                             TryTake try_take) {
   bool spun = false;
   for (;;) {
     if (closed_) return CancelledStatus();
     if (size_t n = try_take(); n > 0) {
-      if (room_waiters_ > 0) room_.notify_all();
+      if (room_waiters_ > 0) room_.SignalAll();
       stats_.CountTaken(n);
       return Status::Ok();
     }
@@ -150,12 +149,12 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
         g_spinners.fetch_add(1, std::memory_order_relaxed) < kMaxSpinners) {
       spun = true;
       const uint64_t seen = puts_.load(std::memory_order_relaxed);
-      lock.unlock();
+      mu_.Unlock();
       for (size_t i = 0; i < options_.spin && puts_.load(std::memory_order_acquire) == seen; ++i) {
         CpuRelax();
       }
       g_spinners.fetch_sub(1, std::memory_order_relaxed);
-      lock.lock();
+      mu_.Lock();
       if (puts_.load(std::memory_order_relaxed) != seen) continue;
     } else if (!spun && options_.spin > 0) {
       g_spinners.fetch_sub(1, std::memory_order_relaxed);
@@ -166,8 +165,8 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
     ++waiting_;
     while (!w->signaled && !closed_) {
       if (deadline.infinite()) {
-        w->cv.wait(lock);
-      } else if (w->cv.wait_until(lock, deadline.at()) == std::cv_status::timeout) {
+        w->cv.Wait(mu_);
+      } else if (w->cv.WaitUntil(mu_, deadline.at()) == std::cv_status::timeout) {
         break;
       }
       ++wakeups_;
@@ -182,15 +181,17 @@ Status MemSpace::WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& 
 Result<Tuple> MemSpace::Get(const Pattern& pattern, Deadline deadline) {
   const auto start = Clock::now();
   std::optional<Tuple> got;
-  std::unique_lock lock(mu_);
-  Status s = WaitAndTake(lock, pattern, deadline, SpaceOp::kGet, [&]() -> size_t {
-    got = index_.TakeOne(pattern);
-    if (!got) return 0;
-    bytes_ -= got->value.size();
-    stats_.CountBytes(0, got->value.size());
-    return 1;
-  });
-  lock.unlock();
+  Status s;
+  {
+    MutexLock lock(mu_);
+    s = WaitAndTake(pattern, deadline, SpaceOp::kGet, [&]() REQUIRES(mu_) -> size_t {
+      got = index_.TakeOne(pattern);
+      if (!got) return 0;
+      bytes_ -= got->value.size();
+      stats_.CountBytes(0, got->value.size());
+      return 1;
+    });
+  }
   stats_.Record(SpaceOp::kGet, start, s);
   if (!s.ok()) return s;
   return std::move(*got);
@@ -206,16 +207,18 @@ Result<std::vector<Tuple>> MemSpace::Take(const Pattern& pattern, size_t max_cou
     return s;
   }
   std::vector<Tuple> got;
-  std::unique_lock lock(mu_);
-  Status s = WaitAndTake(lock, pattern, deadline, SpaceOp::kTake, [&]() -> size_t {
-    size_t n = index_.TakeOldest(pattern, max_count, &got);
-    for (const Tuple& t : got) {
-      bytes_ -= t.value.size();
-      stats_.CountBytes(0, t.value.size());
-    }
-    return n;
-  });
-  lock.unlock();
+  Status s;
+  {
+    MutexLock lock(mu_);
+    s = WaitAndTake(pattern, deadline, SpaceOp::kTake, [&]() REQUIRES(mu_) -> size_t {
+      size_t n = index_.TakeOldest(pattern, max_count, &got);
+      for (const Tuple& t : got) {
+        bytes_ -= t.value.size();
+        stats_.CountBytes(0, t.value.size());
+      }
+      return n;
+    });
+  }
   stats_.Record(SpaceOp::kTake, start, s);
   if (!s.ok()) return s;
   return got;
@@ -223,7 +226,7 @@ Result<std::vector<Tuple>> MemSpace::Take(const Pattern& pattern, size_t max_cou
 
 Result<std::optional<Tuple>> MemSpace::Read(const Pattern& pattern) {
   const auto start = Clock::now();
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     stats_.Record(SpaceOp::kRead, start, CancelledStatus());
     return CancelledStatus();
@@ -239,7 +242,7 @@ Result<std::optional<Tuple>> MemSpace::Read(const Pattern& pattern) {
 
 Result<std::vector<Tuple>> MemSpace::ReadAll(const Pattern& pattern, size_t limit) {
   const auto start = Clock::now();
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) {
     stats_.Record(SpaceOp::kReadAll, start, CancelledStatus());
     return CancelledStatus();
@@ -252,14 +255,15 @@ Result<std::vector<Tuple>> MemSpace::ReadAll(const Pattern& pattern, size_t limi
 
 Result<Cell> MemSpace::ReadCell(const Key& key) {
   const auto start = Clock::now();
-  std::unique_lock lock(mu_);
-  if (closed_) {
-    stats_.Record(SpaceOp::kReadCell, start, CancelledStatus());
-    return CancelledStatus();
-  }
   Cell out;
-  if (auto it = cells_.find(key.str()); it != cells_.end()) out = it->second;
-  lock.unlock();
+  {
+    MutexLock lock(mu_);
+    if (closed_) {
+      stats_.Record(SpaceOp::kReadCell, start, CancelledStatus());
+      return CancelledStatus();
+    }
+    if (auto it = cells_.find(key.str()); it != cells_.end()) out = it->second;
+  }
   stats_.CountBytes(0, out.value.size());
   stats_.Record(SpaceOp::kReadCell, start, Status::Ok());
   return out;
@@ -269,7 +273,7 @@ Result<uint64_t> MemSpace::SwapCell(const Key& key, Value value, uint64_t expect
   const auto start = Clock::now();
   auto swap = [&]() -> Result<uint64_t> {
     ACAN_RETURN_IF_ERROR(CheckCellValue(key, value, uri_));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return CancelledStatus();
     auto it = cells_.find(key.str());
     const uint64_t found = it == cells_.end() ? 0 : it->second.revision;
@@ -288,15 +292,15 @@ Result<uint64_t> MemSpace::SwapCell(const Key& key, Value value, uint64_t expect
 }
 
 void MemSpace::Close() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return;
   closed_ = true;
-  for (Waiter* w = waiters_head_; w != nullptr; w = w->next) w->cv.notify_all();
-  room_.notify_all();
+  for (Waiter* w = waiters_head_; w != nullptr; w = w->next) w->cv.SignalAll();
+  room_.SignalAll();
 }
 
 SpaceStats MemSpace::Stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SpaceStats s = stats_.Snapshot(index_.size(), bytes_);
   s.waiting = waiting_;
   s.wakeups = wakeups_;
@@ -320,8 +324,8 @@ class NamedMemSpace final : public SpaceWrapper {
 };
 
 struct NamedSpaces {
-  std::mutex mu;
-  std::map<std::string, std::pair<std::weak_ptr<MemSpace>, SpaceOptions>> by_name;
+  Mutex mu;
+  std::map<std::string, std::pair<std::weak_ptr<MemSpace>, SpaceOptions>> by_name GUARDED_BY(mu);
 };
 
 NamedSpaces& Named() {
@@ -360,7 +364,7 @@ Status RegisterMemSpace() {
               fmt::format("space URI '{}': name: {}", uri, name.status().message()));
         }
         NamedSpaces& named = Named();
-        std::lock_guard lock(named.mu);
+        MutexLock lock(named.mu);
         auto& [weak, opened_with] = named.by_name[name->str()];
         std::shared_ptr<MemSpace> shared = weak.lock();
         if (shared && !SameOptions(opened_with, options)) {

@@ -9,13 +9,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "space/mem/tuple_index.h"
 #include "space/space_stats_internal.h"
 
@@ -47,41 +46,45 @@ class MemSpace final : public Space {
 
  private:
   // Put, and when `fence` is set only while its cell is at its revision.
-  Status PutChecked(Key key, Value value, const Fence* fence, Deadline deadline);
+  Status PutChecked(Key key, Value value, const Fence* fence, Deadline deadline) EXCLUDES(mu_);
+  // A waiter's fields but `cv` are guarded by the space's mu_, which an attribute cannot name
+  // here (a Waiter is not the space): they are touched in functions that REQUIRE it, and by
+  // ThreadWaiter in a waiter no other thread holds.
   struct Waiter : std::enable_shared_from_this<Waiter> {
     const Pattern* pattern = nullptr;
-    std::condition_variable cv;
-    bool signaled = false;   // GUARDED_BY(mu_)
-    Waiter* prev = nullptr;  // GUARDED_BY(mu_): the waiter list
+    CondVar cv;
+    bool signaled = false;
+    Waiter* prev = nullptr;  // the waiter list
     Waiter* next = nullptr;
   };
   // A waiter for the calling thread, reused when no putter still holds it.
   static std::shared_ptr<Waiter> ThreadWaiter();
   // Calls `try_take` (which returns the number of tuples it took) until it takes something,
-  // waiting for matching puts until the deadline. REQUIRES: `lock` holds mu_.
+  // waiting for matching puts until the deadline (mu_ is let go while it waits or spins).
+  // `try_take` is called with mu_ held: a lambda that says REQUIRES(mu_).
   template <typename TryTake>
-  Status WaitAndTake(std::unique_lock<std::mutex>& lock, const Pattern& pattern, Deadline deadline,
-                     SpaceOp op, TryTake try_take);
+  Status WaitAndTake(const Pattern& pattern, Deadline deadline, SpaceOp op, TryTake try_take)
+      REQUIRES(mu_);
   // The first unsignaled waiter matching `key`, marked signaled; notify it after unlocking.
-  std::shared_ptr<Waiter> SignalWaiterLocked(const Key& key);
-  void LinkWaiterLocked(Waiter* w);
-  void UnlinkWaiterLocked(Waiter* w);
+  std::shared_ptr<Waiter> SignalWaiterLocked(const Key& key) REQUIRES(mu_);
+  void LinkWaiterLocked(Waiter* w) REQUIRES(mu_);
+  void UnlinkWaiterLocked(Waiter* w) REQUIRES(mu_);
   Status CancelledStatus() const;
 
   const std::string uri_;
   const SpaceOptions options_;
-  alignas(64) mutable std::mutex mu_;
-  TupleIndex index_;                             // GUARDED_BY(mu_)
-  std::unordered_map<std::string, Cell> cells_;  // GUARDED_BY(mu_)
-  uint64_t cell_revision_ = 0;      // the last revision given to any cell; GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;              // GUARDED_BY(mu_)
-  bool closed_ = false;             // GUARDED_BY(mu_)
-  Waiter* waiters_head_ = nullptr;  // GUARDED_BY(mu_); oldest first
-  Waiter* waiters_tail_ = nullptr;  // GUARDED_BY(mu_)
-  std::condition_variable room_;    // signalled when bytes are freed or on close
-  int room_waiters_ = 0;            // GUARDED_BY(mu_)
-  uint64_t waiting_ = 0;            // blocked getters now; GUARDED_BY(mu_)
-  uint64_t wakeups_ = 0;  // returns from a getter's wait but its deadline; GUARDED_BY(mu_)
+  alignas(64) mutable Mutex mu_;
+  TupleIndex index_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, Cell> cells_ GUARDED_BY(mu_);
+  uint64_t cell_revision_ GUARDED_BY(mu_) = 0;  // the last revision given to any cell
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;
+  bool closed_ GUARDED_BY(mu_) = false;
+  Waiter* waiters_head_ GUARDED_BY(mu_) = nullptr;  // oldest first
+  Waiter* waiters_tail_ GUARDED_BY(mu_) = nullptr;
+  CondVar room_;  // signalled when bytes are freed or on close
+  int room_waiters_ GUARDED_BY(mu_) = 0;
+  uint64_t waiting_ GUARDED_BY(mu_) = 0;  // blocked getters now
+  uint64_t wakeups_ GUARDED_BY(mu_) = 0;  // returns from a getter's wait but its deadline
   // Written under mu_, read by spinning getters without it: on a cache line of its own, so the
   // spinners do not pull the mutex's line away from the thread holding it.
   alignas(64) std::atomic<uint64_t> puts_{0};

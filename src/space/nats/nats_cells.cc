@@ -64,7 +64,7 @@ Status NatsSpace::PublishFenced(const Key& key, const std::string& subject, cons
   // last sequence is fenced as well. Any other fence starts with a read of its cell.
   std::optional<uint64_t> expect;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (fence_seen_.revision == fence.revision && fence_seen_.cell == fence.cell.str()) {
       expect = fence_seen_.seq;
     }
@@ -83,7 +83,7 @@ Status NatsSpace::PublishFenced(const Key& key, const std::string& subject, cons
     Status s = Publish(subject, value.data(), value.size(), chunks_header, deadline, nullptr, &seq,
                        &*expect, NatsLayout::NamespaceOf(key));
     if (s.ok()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       fence_seen_ = {fence.cell.str(), fence.revision, seq};
       return Status::Ok();
     }

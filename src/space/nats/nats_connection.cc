@@ -159,7 +159,7 @@ void NatsSpace::OnAsyncError(natsConnection* nc, natsSubscription*, natsStatus e
   natsConnection_GetLastError(nc, &text);
   const std::string what = text != nullptr && *text ? text : "permissions violation";
   {
-    std::lock_guard lock(self->mu_);
+    MutexLock lock(self->mu_);
     self->last_violation_ = what;
   }
   self->violations_.fetch_add(1);
@@ -171,7 +171,7 @@ void NatsSpace::OnAsyncError(natsConnection* nc, natsSubscription*, natsStatus e
 
 Status NatsSpace::RefusedSince(uint64_t violations_before, std::string_view what) const {
   if (violations_.load() == violations_before) return Status::Ok();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return Status::PermissionDenied(
       fmt::format("{} in space '{}' refused by the server: {}{}", what, uri_, last_violation_,
                   options_.credentials
@@ -248,7 +248,7 @@ Status NatsSpace::Publish(const std::string& subject, const void* data, size_t s
   const auto request = std::chrono::milliseconds(options_.request_ms);
   std::chrono::nanoseconds window;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     window = dedupe_window_;
   }
   const Deadline within_window =

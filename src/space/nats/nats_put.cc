@@ -25,7 +25,7 @@ Status NatsSpace::WaitForRoom(const Key& key, size_t size, Deadline deadline) {
   // may pass it by what they put in between: the limit is a bound on memory, not an invariant.
   for (auto pause = 2ms;; pause = std::min<std::chrono::milliseconds>(pause * 2, 50ms)) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (bytes_estimate_ + size <= max_total && Clock::now() - estimate_at_ < 1s) {
         bytes_estimate_ += size;
         return Status::Ok();
@@ -33,7 +33,7 @@ Status NatsSpace::WaitForRoom(const Key& key, size_t size, Deadline deadline) {
     }
     ACAN_ASSIGN_OR_RETURN(uint64_t stored, StoredBytes(nullptr));
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       bytes_estimate_ = stored;
       estimate_at_ = Clock::now();
       if (stored + size <= max_total) {

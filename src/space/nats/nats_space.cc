@@ -49,11 +49,11 @@ Result<std::unique_ptr<NatsSpace>> NatsSpace::Open(std::string uri, NatsSpaceOpt
 
 void NatsSpace::Close() {
   if (closed_.exchange(true)) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // Wakes every blocked getter at once.
   for (auto& [filter, watch] : watches_) {
-    { std::lock_guard watch_lock(watch->mu); }
-    watch->cv.notify_all();
+    { MutexLock watch_lock(watch->mu); }
+    watch->cv.SignalAll();
   }
 }
 
@@ -149,7 +149,7 @@ Result<size_t> NatsSpace::Erase(const Pattern& pattern) {
     for (const Found& f : found) {
       ACAN_RETURN_IF_ERROR(PurgeSubjects(f.store.stream, f.filter, 0, "erase"));
       n += f.tuples;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, f.bytes);
     }
     return n;

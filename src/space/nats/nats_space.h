@@ -55,16 +55,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "space/nats/local_server.h"
 #include "space/nats/nats_layout.h"
 #include "space/nats/secure.h"
@@ -182,9 +181,9 @@ class NatsSpace final : public Space {
   Result<std::optional<Head>> NextMatch(std::vector<Cursor>& cursors, Deadline deadline);
   // Puts seen on one pattern's subjects, for the getters waiting on it.
   struct Watch {
-    std::mutex mu;
-    std::condition_variable cv;
-    uint64_t puts = 0;  // GUARDED_BY(mu)
+    Mutex mu;
+    CondVar cv;
+    uint64_t puts GUARDED_BY(mu) = 0;
     natsSubscription* sub = nullptr;
   };
   static void OnWatchedPut(natsConnection*, natsSubscription*, natsMsg* msg, void* closure);
@@ -318,31 +317,31 @@ class NatsSpace final : public Space {
     uint64_t revision = 0;
     uint64_t seq = 0;
   };
-  FenceSeen fence_seen_;  // GUARDED_BY(mu_)
+  FenceSeen fence_seen_ GUARDED_BY(mu_);
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   size_t chunk_bytes_ = 0;
   size_t max_payload_ = 0;  // the server's, as the connection learnt it
   // The shortest de-duplication window of the streams seen (this client's own `dedupe_ms` at
   // first).
-  std::chrono::nanoseconds dedupe_window_{0};  // GUARDED_BY(mu_)
-  std::string client_id_;                      // unique per space object: message ids
+  std::chrono::nanoseconds dedupe_window_ GUARDED_BY(mu_) = {};
+  std::string client_id_;  // unique per space object: message ids
   std::atomic<uint64_t> next_id_{0};
   std::atomic<bool> closed_{false};
 
-  mutable std::mutex mu_;
-  // GUARDED_BY(mu_): namespaces with streams (forgotten by const reads that find one gone)
-  mutable std::set<std::string, std::less<>> namespaces_;
-  std::unordered_map<std::string, std::unique_ptr<Watch>> watches_;  // GUARDED_BY(mu_)
-  std::vector<std::unique_ptr<PutWatch>> put_watches_;               // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  // Namespaces with streams (forgotten by const reads that find one gone).
+  mutable std::set<std::string, std::less<>> namespaces_ GUARDED_BY(mu_);
+  std::unordered_map<std::string, std::unique_ptr<Watch>> watches_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<PutWatch>> put_watches_ GUARDED_BY(mu_);
   std::atomic<uint64_t> watch_chunked_{0};
-  uint64_t bytes_estimate_ = 0;      // GUARDED_BY(mu_): see WaitForRoom
-  Clock::time_point estimate_at_{};  // GUARDED_BY(mu_)
+  uint64_t bytes_estimate_ GUARDED_BY(mu_) = 0;  // see WaitForRoom
+  Clock::time_point estimate_at_ GUARDED_BY(mu_) = {};
 
   std::atomic<uint64_t> waiting_{0}, wakeups_{0}, tampered_{0};
   StatsRecorder stats_;
   std::atomic<uint64_t> violations_{0};
-  std::string last_violation_;               // GUARDED_BY(mu_)
+  std::string last_violation_ GUARDED_BY(mu_);
   std::unique_ptr<LocalNatsServer> server_;  // stopped after the destructor closed nc_
 };
 

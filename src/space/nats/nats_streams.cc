@@ -24,7 +24,7 @@ void NatsSpace::NoteDedupeWindow(const jsStreamInfo* info) {
   // 0 is the server's default, two minutes.
   const std::chrono::nanoseconds window{info->Config->Duplicates > 0 ? info->Config->Duplicates
                                                                      : int64_t{120} * 1000000000};
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (window < dedupe_window_) dedupe_window_ = window;
 }
 
@@ -130,7 +130,7 @@ Status NatsSpace::EnsureStream(StreamKind kind, std::string_view ns, bool create
 
 Status NatsSpace::EnsureNamespace(std::string_view ns, bool create, bool* exists) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (namespaces_.contains(ns)) {
       *exists = true;
       return Status::Ok();
@@ -145,14 +145,14 @@ Status NatsSpace::EnsureNamespace(std::string_view ns, bool create, bool* exists
     if (!*exists) break;  // only a look: one missing stream says it
   }
   if (*exists) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     namespaces_.emplace(ns);
   }
   return Status::Ok();
 }
 
 void NatsSpace::ForgetNamespace(std::string_view ns) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = namespaces_.find(ns); it != namespaces_.end()) namespaces_.erase(it);
 }
 

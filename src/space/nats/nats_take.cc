@@ -143,7 +143,7 @@ Result<std::vector<Tuple>> NatsSpace::TryTake(const Pattern& pattern, size_t max
     if (!won.ok()) return fail(won.status());
     if (!*won) continue;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       bytes_estimate_ -= std::min<uint64_t>(bytes_estimate_, (*head)->size);
     }
     Head& taken = **head;
@@ -199,7 +199,7 @@ Status NatsSpace::WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op,
     if (closed_.load()) return CancelledStatus();
     uint64_t seen = 0;
     if (watch) {
-      std::lock_guard lock(watch->mu);
+      MutexLock lock(watch->mu);
       seen = watch->puts;
     }
     // Each look at the space may retry a lost connection until the call's deadline; a call that
@@ -220,11 +220,12 @@ Status NatsSpace::WaitFor(const Pattern& pattern, Deadline deadline, SpaceOp op,
     const auto until = std::min(deadline.at(), Clock::now() + kMaxWaitSlice);
     waiting_.fetch_add(1);
     if (watch) {
-      std::unique_lock lock(watch->mu);
-      if (watch->cv.wait_until(lock, until,
-                               [&] { return watch->puts != seen || closed_.load(); })) {
-        wakeups_.fetch_add(1);
+      MutexLock lock(watch->mu);
+      std::cv_status waited = std::cv_status::no_timeout;
+      while (watch->puts == seen && !closed_.load() && waited == std::cv_status::no_timeout) {
+        waited = watch->cv.WaitUntil(watch->mu, until);
       }
+      if (watch->puts != seen || closed_.load()) wakeups_.fetch_add(1);
     } else {
       std::this_thread::sleep_until(until);
     }

@@ -19,14 +19,14 @@ void NatsSpace::OnWatchedPut(natsConnection*, natsSubscription*, natsMsg* msg, v
   natsMsg_Destroy(msg);
   auto* watch = static_cast<Watch*>(closure);
   {
-    std::lock_guard lock(watch->mu);
+    MutexLock lock(watch->mu);
     ++watch->puts;
   }
-  watch->cv.notify_all();
+  watch->cv.SignalAll();
 }
 
 NatsSpace::Watch* NatsSpace::WatchFor(const std::string& filter) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = watches_.find(filter); it != watches_.end()) return it->second.get();
   if (watches_.size() >= kMaxWatches || closed_.load()) return nullptr;
   auto watch = std::make_unique<Watch>();
@@ -61,7 +61,7 @@ void NatsSpace::OnPutWatched(natsConnection*, natsSubscription*, natsMsg* msg, v
 
 Status NatsSpace::WatchPuts(const Pattern& pattern,
                             std::function<void(const Key&, const Value&)> on_put) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (closed_.load()) return CancelledStatus();
   // The subjects do not depend on the namespace: one subscription a store covers them all.
   for (const Store& store : StoresFor(pattern, "")) {
@@ -86,7 +86,7 @@ Status NatsSpace::WatchPuts(const Pattern& pattern,
 }
 
 uint64_t NatsSpace::watch_dropped() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t dropped = 0;
   for (const auto& watch : put_watches_) {
     int64_t n = 0;

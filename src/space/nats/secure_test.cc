@@ -15,10 +15,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "space/nats/bcrypt.h"
 #include "space/nats/nats_space.h"
 
@@ -265,18 +265,18 @@ class RawClient {
     auto* self = static_cast<RawClient*>(closure);
     const char* text = nullptr;
     natsConnection_GetLastError(nc, &text);
-    std::lock_guard lock(self->mu_);
+    MutexLock lock(self->mu_);
     self->last_ = text ? text : "";
     ++self->violations_;
   }
   uint64_t Violations() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return violations_;
   }
   std::string WaitForViolation(uint64_t before) {
     for (int i = 0; i < 100; ++i) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (violations_ != before) return last_;
       }
       usleep(10000);
@@ -287,9 +287,9 @@ class RawClient {
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
   std::vector<natsSubscription*> subs_;
-  std::mutex mu_;
-  std::string last_;         // GUARDED_BY(mu_)
-  uint64_t violations_ = 0;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::string last_ GUARDED_BY(mu_);
+  uint64_t violations_ GUARDED_BY(mu_) = 0;
 };
 
 // Whatever a handler's credentials ask of the server directly: no write, delete, purge, read or

@@ -66,7 +66,7 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
   if (!hit) return Land(std::move(key), std::move(value), fence, deadline);
   Fault fault;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fault = options_.Decide(key.str(), attempts_[key.str()]++);
     if (fault == Fault::kReorder && held_.has_value()) fault = Fault::kNone;  // one at a time
     if (fault == Fault::kDelay || fault == Fault::kReorder) {
@@ -79,7 +79,7 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
         counts_->reordered.fetch_add(1);
         held_ = std::move(d);
       }
-      delayed_cv_.notify_one();
+      delayed_cv_.Signal();
       return Status::Ok();
     }
   }
@@ -90,7 +90,7 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
     bytes[0] ^= std::byte{1};
     Value forged = Value::FromVector(std::move(bytes));
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       tampered_at_.insert(forged.data());
       tampered_.push_back(forged);
     }
@@ -110,7 +110,7 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
 }
 
 bool FaultSpace::IsTamperedValue(const Value& v) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return !tampered_at_.empty() && v.size() > 0 && tampered_at_.contains(v.data());
 }
 
@@ -164,7 +164,7 @@ Result<uint64_t> FaultSpace::SwapCell(const Key& key, Value value, uint64_t expe
   if (!hit) return inner()->SwapCell(key, std::move(value), expected, deadline);
   Fault fault;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fault = options_.Decide(key.str(), attempts_[key.str()]++);
   }
   switch (fault) {
@@ -197,7 +197,7 @@ Result<uint64_t> FaultSpace::SwapCell(const Key& key, Value value, uint64_t expe
 void FaultSpace::ReleaseHeld() {
   std::optional<Delayed> d;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!held_.has_value() || closing_) return;
     d.swap(held_);
   }
@@ -206,17 +206,17 @@ void FaultSpace::ReleaseHeld() {
 }
 
 void FaultSpace::DeliverDelayed() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!closing_) {
     if (delayed_.empty() && !held_.has_value()) {
-      delayed_cv_.wait(lock);
+      delayed_cv_.Wait(mu_);
       continue;
     }
     // Copies: the queue may grow (and move its elements) while the wait releases the lock.
     Clock::time_point due = Clock::time_point::max();
     if (!delayed_.empty()) due = delayed_.top().at;
     if (held_.has_value()) due = std::min(due, held_->at);
-    if (delayed_cv_.wait_until(lock, due) != std::cv_status::timeout || closing_) continue;
+    if (delayed_cv_.WaitUntil(mu_, due) != std::cv_status::timeout || closing_) continue;
     const auto now = Clock::now();
     std::optional<Delayed> d;
     if (held_.has_value() && held_->at <= now) {
@@ -226,19 +226,19 @@ void FaultSpace::DeliverDelayed() {
       delayed_.pop();
     }
     if (!d.has_value()) continue;
-    lock.unlock();
+    mu_.Unlock();
     (void)Land(std::move(d->key), std::move(d->value), d->fence ? &*d->fence : nullptr,
                Deadline::Infinite());
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 void FaultSpace::Close() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (closing_) return;
     closing_ = true;
-    delayed_cv_.notify_all();
+    delayed_cv_.SignalAll();
   }
   if (delivery_.joinable()) delivery_.join();
   inner()->Close();

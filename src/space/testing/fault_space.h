@@ -19,9 +19,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <queue>
 #include <string>
@@ -31,6 +29,7 @@
 #include <vector>
 
 #include "acan/space.h"
+#include "common/thread_annotations.h"
 #include "space/space_wrapper.h"
 
 namespace acan {
@@ -111,15 +110,15 @@ class FaultSpace final : public SpaceWrapper {
   FaultOptions options_;
   std::vector<Pattern> patterns_;
   std::shared_ptr<FaultCounts> counts_;
-  std::mutex mu_;
-  std::unordered_map<std::string, int64_t> attempts_;                           // GUARDED_BY(mu_)
-  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_;  // GUARDED_BY(mu_)
-  std::optional<Delayed> held_;  // a put held back for reordering; GUARDED_BY(mu_)
-  std::condition_variable delayed_cv_;
-  bool closing_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::unordered_map<std::string, int64_t> attempts_ GUARDED_BY(mu_);
+  std::priority_queue<Delayed, std::vector<Delayed>, std::greater<>> delayed_ GUARDED_BY(mu_);
+  std::optional<Delayed> held_ GUARDED_BY(mu_);  // a put held back for reordering
+  CondVar delayed_cv_;
+  bool closing_ GUARDED_BY(mu_) = false;
   // The values stored tampered, kept alive so that their buffers are not reused by later puts.
-  std::vector<Value> tampered_;                       // GUARDED_BY(mu_)
-  std::unordered_set<const std::byte*> tampered_at_;  // GUARDED_BY(mu_)
+  std::vector<Value> tampered_ GUARDED_BY(mu_);
+  std::unordered_set<const std::byte*> tampered_at_ GUARDED_BY(mu_);
   std::thread delivery_;
 };
 
