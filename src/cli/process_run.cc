@@ -350,52 +350,52 @@ void ReportStall(JobWatch& watch, Space& commands, const ProcessSupervisor& supe
              *stalled, watch.stall.next_step(), in_space.tuples, in_space.bytes, alive);
 }
 
-// What only the supervisor knows, added to the finishing manager's summary.json: the processes
-// and their restarts, the kills and what they cost, the traffic, the oracle's verdict.
+// What only the supervisor knows, added to the finishing manager's summary.json (read back
+// through its schema, runtime/core/summary.h, and written whole again): the processes and their
+// restarts, the kills and what they cost, the traffic, the oracle's verdict.
 Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunSpaces& spaces,
                        JobWatch& watch, const ProcessSupervisor& supervisor, double wall_s,
                        int handler_kills, int manager_kills) {
-  const fs::path summary_path = fs::path(a.out) / "summary.json";
-  std::ifstream in(summary_path);
-  auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!summary.is_object()) {
-    return Status::DataLoss(fmt::format("'{}' is missing or not JSON", summary_path.string()));
+  const std::string summary_path = (fs::path(a.out) / "summary.json").string();
+  Result<runtime::RunSummary> read = runtime::ReadSummary(summary_path);
+  if (!read.ok()) {
+    return Status::DataLoss(
+        fmt::format("the finishing manager's summary: {}", read.status().message()));
   }
-  nlohmann::json procs;
-  procs["handlers"] = a.handlers;
-  procs["managers"] = 2;
-  int handler_restarts = 0, manager_restarts = 0;
+  runtime::RunSummary& summary = *read;
+  runtime::SummaryProcesses& procs = summary.processes.emplace();
+  procs.handlers = a.handlers;
+  procs.managers = 2;
   for (const RoleProcess& p : supervisor.processes()) {
-    procs["restarts"][p.name] = p.restarts;
-    (p.role == Role::kHandler ? handler_restarts : manager_restarts) += p.restarts;
+    procs.restarts[p.name] = p.restarts;
+    (p.role == Role::kHandler ? procs.handler_restarts : procs.manager_restarts) += p.restarts;
   }
-  procs["handler_restarts"] = handler_restarts;
-  procs["manager_restarts"] = manager_restarts;
-  procs["space"] = spaces.child_uri;
-  summary["processes"] = procs;
-  summary["wall_s"] = wall_s;
+  procs.space = spaces.child_uri;
+  summary.wall_s = wall_s;
   // The tasks' times by class, read from the reports at the server: a fault-free run's are the
   // baseline the experiments judge a run under kills by.
   const runtime::ChaosAccount& account = watch.account;
-  summary["recovery"] = runtime::RecoveryJson(account.recovery());
+  runtime::SummaryRecovery& recovery =
+      summary.recovery.emplace(runtime::RecoverySummary(account.recovery()));
   if (a.chaos.interval_s > 0) {
-    summary["crashes"] = {{"handlers", handler_kills},
-                          {"manager", manager_kills},
-                          {"by", "SIGKILL"},
-                          {"interval_s", a.chaos.interval_s},
-                          {"probability", a.chaos.probability},
-                          {"seed", a.chaos.seed},
-                          {"speeds", a.chaos.speeds},
-                          {"lost_tasks", account.lost_tasks()},
-                          {"lost_not_redone", account.lost_not_redone()}};
-    summary["recovery"]["lost"] = account.lost_trace();
+    summary.crashes = runtime::SummaryCrashes{.handlers = handler_kills,
+                                              .manager = manager_kills,
+                                              .by = "SIGKILL",
+                                              .interval_s = a.chaos.interval_s,
+                                              .probability = a.chaos.probability,
+                                              .seed = a.chaos.seed,
+                                              .speeds = a.chaos.speeds,
+                                              .lost_tasks = account.lost_tasks(),
+                                              .lost_not_redone = account.lost_not_redone()};
+    recovery.lost = account.lost_trace();
     const LatencyHistogram lag = account.watch_lag();
-    summary["recovery"]["watch_lag_ms"] = {{"p50_at_most", lag.QuantileNs(0.5) / 1e6},
-                                           {"p99_at_most", lag.QuantileNs(0.99) / 1e6}};
-    summary["compute"] = {{"extra_compute_ratio", account.extra_compute_ratio()},
-                          {"measured",
-                           "kernel time of every report and of killed handlers' "
-                           "tasks in hand, over the first report of each task"}};
+    recovery.watch_lag_ms =
+        runtime::SummaryWatchLag{lag.QuantileNs(0.5) / 1e6, lag.QuantileNs(0.99) / 1e6};
+    summary.compute = runtime::SummaryCompute{
+        .extra_compute_ratio = account.extra_compute_ratio(),
+        .measured =
+            "kernel time of every report and of killed handlers' tasks in hand, over the "
+            "first report of each task"};
   }
   // What the role processes moved through the server: each puts its account as it exits (one
   // killed by a signal cannot, so this counts the processes that ended on their own).
@@ -410,41 +410,43 @@ Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunS
     ++reports;
   }
   (void)commands.Erase(watch.layout.UsagePattern());
-  const double steps = std::max<double>(1, summary.value("steps", 1.0));
-  summary["traffic"] = {{"processes_reporting", reports},
-                        {"value_bytes_put", bytes_put},
-                        {"value_bytes_returned", bytes_returned},
-                        {"value_bytes_per_step", double(bytes_put + bytes_returned) / steps},
-                        {"space_calls", calls},
-                        {"space_calls_per_step", double(calls) / steps}};
+  const double steps = std::max<double>(1, double(summary.steps));
+  summary.traffic =
+      runtime::SummaryTraffic{.processes_reporting = reports,
+                              .value_bytes_put = bytes_put,
+                              .value_bytes_returned = bytes_returned,
+                              .value_bytes_per_step = double(bytes_put + bytes_returned) / steps,
+                              .space_calls = calls,
+                              .space_calls_per_step = double(calls) / steps};
   auto stats = spaces.watched->Stats();
-  summary["space_at_end"] = {{"tuples", stats.tuples}, {"bytes", stats.bytes}};
+  summary.space_at_end = runtime::SummarySpaceAtEnd{int64_t(stats.tuples), int64_t(stats.bytes)};
   if (const nats::NatsSpace* watched = spaces.nats()) {
     // Shards do not depend on the task size or the rows: any plan of the job names them.
-    Status verdict = watch.oracle.CheckJob(job, -1, 0, summary.value("steps", int64_t{0}));
+    Status verdict = watch.oracle.CheckJob(job, -1, 0, summary.steps);
     const uint64_t dropped = watched->watch_dropped(), chunked = watched->watch_chunked();
     if (verdict.ok() && (dropped > 0 || chunked > 0)) {
       verdict = Status::Unavailable(
           fmt::format("the account is incomplete: {} puts dropped, {} chunked values unseen",
                       dropped, chunked));
     }
-    summary["oracle"] = {{"verdict", verdict.ok() ? "ok" : verdict.ToString()},
-                         {"versions_written", watch.oracle.versions_written()},
-                         {"version_copies", watch.oracle.version_copies()},
-                         {"proposals_seen", watch.oracle.proposals_seen()},
-                         {"tasks_seen", watch.oracle.tasks_seen()}};
+    summary.oracle = runtime::SummaryOracle{.verdict = verdict.ok() ? "ok" : verdict.ToString(),
+                                            .versions_written = watch.oracle.versions_written(),
+                                            .version_copies = watch.oracle.version_copies(),
+                                            .proposals_seen = watch.oracle.proposals_seen(),
+                                            .tasks_seen = watch.oracle.tasks_seen()};
   }
-  ACAN_RETURN_IF_ERROR(WriteFileAtomically(summary_path.string(), summary.dump(2) + "\n"));
+  ACAN_RETURN_IF_ERROR(WriteFileAtomically(summary_path, runtime::SummaryText(summary)));
   (void)runtime::WriteReportOrWarn(a.out);
   if (!a.quiet) {
     fmt::print(
         "{} steps in {:.2f} s over {} handler processes; {} handler and {} manager "
         "restarts; tasks retransmitted {}\n",
-        summary.value("steps", 0), wall_s, a.handlers, handler_restarts, manager_restarts,
-        summary["tasks"].value("retransmitted", 0));
-    if (summary.contains("test_accuracy")) {
-      fmt::print("test accuracy {:.4f}, test loss {:.4f}\n", summary["test_accuracy"].get<double>(),
-                 summary["test_loss"].get<double>());
+        summary.steps, wall_s, a.handlers, procs.handler_restarts, procs.manager_restarts,
+        summary.tasks.retransmitted);
+    const std::optional<double> accuracy = summary.test_accuracy.value_or(std::nullopt);
+    const std::optional<double> loss = summary.test_loss.value_or(std::nullopt);
+    if (accuracy && loss) {
+      fmt::print("test accuracy {:.4f}, test loss {:.4f}\n", *accuracy, *loss);
     }
   }
   return Status::Ok();

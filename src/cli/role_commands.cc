@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "acan/model.h"
@@ -22,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
+#include "runtime/core/summary.h"
 #include "runtime/run/artefacts.h"
 
 namespace acan::cli {
@@ -74,42 +74,40 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   if (ec)
     return Status::Unavailable(fmt::format("cannot rename '{}': {}", model_tmp, ec.message()));
   const TrainProgress& p = r.progress;
-  nlohmann::json j;
-  j["config"] = a.config;
-  j["space"] = a.space;
-  j["job_id"] = a.job_id;
-  j["manager"] = a.name;
-  j["window"] = job.runtime.window;
-  j["strategy"] = std::string(ToString(job.partition.strategy));
-  j["steps"] = p.step;
-  j["epochs"] = p.epochs;
-  j["samples"] = p.samples;
-  j["final_epoch_loss"] = p.epoch_loss;
-  j["tasks"] = {{"completed", p.tasks_completed},
-                {"retransmitted", p.tasks_retransmitted},
-                {"retransmit_reasons", p.retransmit_reasons},
-                {"duplicates_discarded", p.duplicates_discarded}};
-  j["updates"] = {{"versions_applied", p.versions_applied},
-                  {"gaps", p.version_gaps},
-                  {"repeats", p.version_repeats}};
-  j["manager_takeovers"] = p.manager_takeovers;
-  j["manager_wall_s"] = wall_s;
-  j["train_s"] = r.active_s;
+  runtime::RunSummary s;
+  s.config = a.config;
+  s.space_uri = a.space;
+  s.job_id = a.job_id;
+  s.manager = a.name;
+  s.window = job.runtime.window;
+  s.strategy = std::string(ToString(job.partition.strategy));
+  s.steps = p.step;
+  s.epochs = p.epochs;
+  s.samples = p.samples;
+  s.final_epoch_loss = p.epoch_loss;
+  s.tasks.completed = p.tasks_completed;
+  s.tasks.retransmitted = p.tasks_retransmitted;
+  s.tasks.retransmit_reasons = p.retransmit_reasons;
+  s.tasks.duplicates_discarded = p.duplicates_discarded;
+  s.updates.versions_applied = p.versions_applied;
+  s.updates.gaps = p.version_gaps;
+  s.updates.repeats = p.version_repeats;
+  s.manager_takeovers = p.manager_takeovers;
+  s.manager_wall_s = wall_s;
+  s.train_s = r.active_s;
   if (r.grain.steps > 0) {
-    j["grain"] = {{"steps_per_task", r.grain.steps},
-                  {"step_ms", r.grain.step_ms},
-                  {"model_move_ms", r.grain.move_ms}};
+    s.grain = runtime::SummaryGrain{r.grain.steps, r.grain.step_ms, r.grain.move_ms};
   }
-  j["weights_sha256"] = r.model->Sha256();
+  s.weights_sha256 = r.model->Sha256();
   auto eval = Evaluate(*r.model, job);
   if (eval.ok()) {
-    j["test_split"] = eval->split;
-    j["test_loss"] = eval->loss;
-    if (eval->classification) j["test_accuracy"] = eval->accuracy;
+    s.test_split = eval->split;
+    s.test_loss = runtime::Stated(eval->loss);
+    if (eval->classification) s.test_accuracy = runtime::Stated(eval->accuracy);
   }
   ACAN_RETURN_IF_ERROR(
       runtime::WriteAuditLines((fs::path(a.out) / "audit.jsonl").string(), r.audit));
-  return WriteFileAtomically((fs::path(a.out) / "summary.json").string(), j.dump(2) + "\n");
+  return WriteFileAtomically((fs::path(a.out) / "summary.json").string(), runtime::SummaryText(s));
 }
 
 int RunManagerCommand(const ManagerArgs& a) {

@@ -49,18 +49,21 @@ Result<int> Feasibility(const ExperimentOptions& options, const Harness& harness
       "samples, SGD batch 1, 2 epochs, tiles of 11\n");
   auto r = harness.train(*job, runtime::RunOptionsFromJob(*job), out, false);
   if (!r.ok()) return r.status();
-  const auto& s = r->record->summary;
-  const auto& per_epoch = s["loss_per_epoch"];
+  const runtime::RunSummary& s = r->record->summary;
+  const double initial_loss = s.initial_loss.value_or(0);
+  const double final_loss = s.final_loss.value_or(0);
+  const std::vector<double> per_epoch = s.loss_per_epoch.value_or(std::vector<double>{});
+  if (per_epoch.size() < 2) {
+    return Status::Internal(
+        fmt::format("the run's summary has {} epochs' losses, 2 expected", per_epoch.size()));
+  }
   Claims claims;
-  claims.Add("loss_falls",
-             s["final_loss"].get<double>() < s["initial_loss"].get<double>() &&
-                 per_epoch[1].get<double>() < per_epoch[0].get<double>(),
-             s["final_loss"], "< the initial model's loss, epoch 2 < epoch 1",
+  claims.Add("loss_falls", final_loss < initial_loss && per_epoch[1] < per_epoch[0], final_loss,
+             "< the initial model's loss, epoch 2 < epoch 1",
              "the initial model's loss over the same data",
              fmt::format("the loss falls within 2 epochs ({:.5f} -> {:.5f}; per epoch {:.5f}, "
                          "{:.5f})",
-                         s["initial_loss"].get<double>(), s["final_loss"].get<double>(),
-                         per_epoch[0].get<double>(), per_epoch[1].get<double>()));
+                         initial_loss, final_loss, per_epoch[0], per_epoch[1]));
   // The reference trainer (one thread, task after task, nothing shared with the runtime's
   // handlers, manager or space) on the same job and initial model.
   auto data = nn::LoadDataset(*job);
@@ -79,22 +82,19 @@ Result<int> Feasibility(const ExperimentOptions& options, const Harness& harness
   for (int64_t step = 0; step < steps; ++step) {
     planned += int64_t(plan.StepTasks(step, job->train.batch).size());
   }
-  const int64_t sent = s["tasks"]["dispatched"].get<int64_t>();
-  const int64_t retransmitted = s["tasks"]["retransmitted"].get<int64_t>();
+  const int64_t sent = s.tasks.dispatched.value_or(0);
+  const int64_t retransmitted = s.tasks.retransmitted;
   claims.Add("no_retransmission", sent == planned && retransmitted == 0, sent - planned, "0",
              "the tasks of the reference trainer's plan for the job's steps",
              fmt::format("no retransmission happens ({} tasks sent for the plan's {}; the "
                          "manager counts {} resent)",
                          sent, planned, retransmitted));
-  claims.Add("bitwise_reference", s["weights_sha256"] == want, s["weights_sha256"], want,
+  claims.Add("bitwise_reference", s.weights_sha256 == want, s.weights_sha256, want,
              "the reference trainer on the same job and initial model (its weights' SHA-256)",
              "with window 1 the weights are bitwise the reference trainer's");
-  nlohmann::json record = {{"experiment", "feasibility"},
-                           {"initial_loss", s["initial_loss"]},
-                           {"final_loss", s["final_loss"]},
-                           {"loss_per_epoch", per_epoch},
-                           {"retransmitted", s["tasks"]["retransmitted"]},
-                           {"tasks", s["tasks"]["dispatched"]}};
+  nlohmann::json record = {{"experiment", "feasibility"},    {"initial_loss", initial_loss},
+                           {"final_loss", final_loss},       {"loss_per_epoch", per_epoch},
+                           {"retransmitted", retransmitted}, {"tasks", sent}};
   return Finish(out, record, claims);
 }
 

@@ -7,12 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "common/write_whole.h"
 #include "experiments/support.h"
 #include "runtime/api/training.h"
+#include "runtime/core/summary.h"
 
 namespace acan::experiments {
 
@@ -33,13 +33,13 @@ Result<JobConfig> RobustnessJob(int64_t samples, int64_t epochs) {
 
 // Each lost task's crash -> redo done time over its class's median time in `baseline` (the class's
 // times in the fault-free run: at full speed); `done_ms` and `classes` in the same order.
-std::vector<double> RecoveryRatios(const std::vector<double>& done_ms,
-                                   const std::vector<std::string>& classes,
-                                   const nlohmann::json& baseline_by_class) {
+std::vector<double> RecoveryRatios(
+    const std::vector<double>& done_ms, const std::vector<std::string>& classes,
+    const std::map<std::string, runtime::SummaryQuantiles>& baseline_by_class) {
   std::vector<double> ratios;
   for (size_t i = 0; i < done_ms.size() && i < classes.size(); ++i) {
-    const nlohmann::json& c = baseline_by_class.value(classes[i], nlohmann::json::object());
-    const double m = c.value("median_ms", 0.0);
+    auto c = baseline_by_class.find(classes[i]);
+    const double m = c == baseline_by_class.end() ? 0.0 : c->second.median_ms.value_or(0.0);
     if (m > 0) ratios.push_back(done_ms[i] / m);
   }
   return ratios;
@@ -49,21 +49,22 @@ std::vector<double> RecoveryRatios(const std::vector<double>& done_ms,
 // median in the fault-free run, at most 3 (the note: a lost task costs about its own time again
 // and the timeout), with every lost task timed.
 void RecoveryClaim(Claims* claims, const std::string& prefix, const std::vector<double>& ratios,
-                   int64_t lost, int64_t not_redone, const nlohmann::json& redo_speeds,
-                   double at_speed) {
+                   int64_t lost, int64_t not_redone,
+                   const std::map<std::string, int64_t>& redo_speeds, double at_speed) {
   const double median = Median(ratios);
   const bool measured = !ratios.empty();
-  claims->Add(
-      prefix + "recovery", measured && median <= 3 && not_redone == 0,
-      measured ? nlohmann::json(median) : nlohmann::json(nullptr), "<= 3",
-      "the lost task's class's median time in the fault-free run of the same job (full "
-      "speed)",
-      measured ? fmt::format("crash -> lost task redone in at most 3x its class's usual time "
-                             "at full speed (median over {} redos: {:.2f}x; {} tasks lost, "
-                             "{} not redone; the redos at slow-downs {}, and against the "
-                             "class at the redo's slow-down {:.2f}x)",
-                             ratios.size(), median, lost, not_redone, redo_speeds.dump(), at_speed)
-               : fmt::format("recovery measured ({} tasks lost, none redone and timed)", lost));
+  claims->Add(prefix + "recovery", measured && median <= 3 && not_redone == 0,
+              measured ? nlohmann::json(median) : nlohmann::json(nullptr), "<= 3",
+              "the lost task's class's median time in the fault-free run of the same job (full "
+              "speed)",
+              measured
+                  ? fmt::format("crash -> lost task redone in at most 3x its class's usual time "
+                                "at full speed (median over {} redos: {:.2f}x; {} tasks lost, "
+                                "{} not redone; the redos at slow-downs {}, and against the "
+                                "class at the redo's slow-down {:.2f}x)",
+                                ratios.size(), median, lost, not_redone,
+                                nlohmann::json(redo_speeds).dump(), at_speed)
+                  : fmt::format("recovery measured ({} tasks lost, none redone and timed)", lost));
 }
 
 // The checkpoint-restart design's score beside the extra compute claim.
@@ -79,9 +80,14 @@ void ExtraComputeClaim(Claims* claims, const std::string& prefix, double extra,
                           cr.extra));
 }
 
-nlohmann::json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+// A process run's summary.json, through its schema (runtime/core/summary.h).
+Result<runtime::RunSummary> ReadProcessSummary(const std::string& dir) {
+  auto s = runtime::ReadSummary(dir + "/summary.json");
+  if (!s.ok()) {
+    return Status::DataLoss(
+        fmt::format("a run of the experiment left no summary.json: {}", s.status().message()));
+  }
+  return s;
 }
 
 // The experiment in process: the runtime's injected crashes.
@@ -172,17 +178,18 @@ Result<int> RobustnessInProcess(const std::string& out, bool quick, const Harnes
     const std::string dir = regimes.size() == 1 ? out : out + "/" + regime.name;
     auto r = harness.train(regime_job, o, dir, false);
     if (!r.ok()) return r.status();
-    const auto& s = r->record->summary;
-    const auto& cs = regime_clean->record->summary;
+    // In-process summaries (MakeSummary): every figure read here is there.
+    const runtime::RunSummary& s = r->record->summary;
+    const runtime::RunSummary& cs = regime_clean->record->summary;
     const std::string prefix = regimes.size() == 1 ? "" : regime.name + ".";
-    const double loss = s["final_loss"].get<double>(), clean_loss = cs["final_loss"].get<double>();
-    const double extra = s["compute"]["extra_compute_ratio"].get<double>();
-    const auto& rec = s["recovery"];
+    const double loss = s.final_loss.value_or(0.0), clean_loss = cs.final_loss.value_or(0.0);
+    const double initial = s.initial_loss.value_or(0.0);
+    const double extra = s.compute.value_or(runtime::SummaryCompute{}).extra_compute_ratio;
+    const runtime::SummaryRecovery rec = s.recovery.value_or(runtime::SummaryRecovery{});
     const std::string fault_free = "the fault-free run of the same job";
-    claims.Add(prefix + "converges", loss < s["initial_loss"].get<double>(), loss,
-               "< the initial model's loss", "the initial model's loss over the same data",
-               fmt::format("training converges ({:.5f} -> {:.5f})", s["initial_loss"].get<double>(),
-                           loss));
+    claims.Add(prefix + "converges", loss < initial, loss, "< the initial model's loss",
+               "the initial model's loss over the same data",
+               fmt::format("training converges ({:.5f} -> {:.5f})", initial, loss));
     claims.Add(prefix + "final_loss", std::abs(loss - clean_loss) <= 0.02 * clean_loss,
                std::abs(loss - clean_loss) / clean_loss, "<= 0.02", fault_free,
                fmt::format("final loss within 2% of the fault-free run ({:.6f} vs {:.6f})", loss,
@@ -190,25 +197,23 @@ Result<int> RobustnessInProcess(const std::string& out, bool quick, const Harnes
     const CheckpointRestart cr = ScoreCheckpointRestart(checkpoint.write_s, restart_s,
                                                         regime_step_s, interval_steps, handlers);
     ExtraComputeClaim(&claims, prefix, extra, cr, regime.description);
-    const bool bitwise = s["weights_sha256"] == cs["weights_sha256"];
+    const bool bitwise = s.weights_sha256 == cs.weights_sha256;
     claims.Add(prefix + "bitwise", bitwise, bitwise, "true", fault_free + " (its weights' SHA-256)",
                "with window 1 the weights are bitwise those of the fault-free run");
-    const int64_t hc = s["crashes"]["handlers"].get<int64_t>(),
-                  mc = s["crashes"]["manager"].get<int64_t>();
+    const runtime::SummaryCrashes crashes = s.crashes.value_or(runtime::SummaryCrashes{});
+    const int64_t hc = crashes.handlers, mc = crashes.manager;
     claims.Add(prefix + "crashes", hc > 0 && mc > 0, hc + mc, "> 0 of each", "none",
                fmt::format("crashes happened ({} handler, {} manager)", hc, mc));
     const auto ratios =
         RecoveryRatios(r->record->run.recovery.handler_ms, r->record->run.recovery.lost_classes,
-                       cs["recovery"]["task_by_class"]);
-    const auto& at_speed = rec["median_recovery_over_own_class_median_at_speed"];
-    RecoveryClaim(&claims, prefix, ratios, rec.value("lost_tasks", int64_t{0}),
-                  rec.value("lost_not_redone", int64_t{0}), rec["redo_speeds"],
-                  at_speed.is_number() ? at_speed.get<double>() : 0.0);
+                       cs.recovery.value_or(runtime::SummaryRecovery{}).task_by_class);
+    RecoveryClaim(&claims, prefix, ratios, rec.lost_tasks, rec.lost_not_redone, rec.redo_speeds,
+                  rec.median_recovery_over_own_class_median_at_speed.value_or(0.0));
     record["regimes"][regime.name] = {{"interval_s", interval},
                                       {"interval_steps", interval_steps},
                                       {"fault_free_step_ms", 1e3 * regime_step_s},
                                       {"epochs", regime_job.train.epochs},
-                                      {"crashes", s["crashes"]},
+                                      {"crashes", crashes},
                                       {"final_loss", loss},
                                       {"fault_free_final_loss", clean_loss},
                                       {"extra_compute_ratio", extra},
@@ -249,14 +254,15 @@ Result<int> RobustnessProcesses(const std::string& out, bool quick, const std::s
   pa.out = out + "/fault-free";
   std::printf("fault-free run of the processes:\n");
   if (int rc = harness.run_processes(*job, pa); rc != 0) return rc;
-  const nlohmann::json clean = ReadJson(pa.out + "/summary.json");
-  const double step_s = clean.value("train_s", 0.0) / std::max<double>(1, clean.value("steps", 1));
+  auto read_clean = ReadProcessSummary(pa.out);
+  if (!read_clean.ok()) return read_clean.status();
+  const runtime::RunSummary& clean = *read_clean;
+  const double step_s = clean.train_s / std::max<double>(1, double(clean.steps));
   // The note's regime is T = 5 s; quick keeps p = 1 and scales T to the measured step (20 steps
   // an interval, at least 0.5 s): about ten intervals, a kill of each process in each.
   const double interval = quick ? std::clamp(20 * step_s, 0.5, 5.0) : 5.0;
   std::printf("  %lld steps in %.2f s (%.1f ms a step); the chaos kills every %.2f s\n",
-              static_cast<long long>(clean.value("steps", int64_t{0})), clean.value("train_s", 0.0),
-              1e3 * step_s, interval);
+              static_cast<long long>(clean.steps), clean.train_s, 1e3 * step_s, interval);
   pa.out = out;
   pa.kill_interval_s = interval;
   pa.kill_probability = 1.0;
@@ -265,19 +271,20 @@ Result<int> RobustnessProcesses(const std::string& out, bool quick, const std::s
   pa.speeds = {1, 5, 10};
   std::printf("run under kills (seed %llu):\n", static_cast<unsigned long long>(pa.seed));
   if (int rc = harness.run_processes(*job, pa); rc != 0) return rc;
-  const nlohmann::json s = ReadJson(out + "/summary.json");
-  if (!s.is_object() || !clean.is_object()) {
-    return Status::DataLoss("a run of the experiment left no summary.json");
-  }
-  const std::string want = mem->record->summary["weights_sha256"].get<std::string>();
-  const double initial = mem->record->summary["initial_loss"].get<double>();
-  const double loss = s.value("final_epoch_loss", 0.0);
-  const double extra = s["compute"].value("extra_compute_ratio", 0.0);
-  const int64_t hc = s["crashes"].value("handlers", int64_t{0});
-  const int64_t mc = s["crashes"].value("manager", int64_t{0});
-  const int64_t lost = s["crashes"].value("lost_tasks", int64_t{0});
-  const auto& rec = s["recovery"];
-  const auto& up = s["updates"];
+  auto read = ReadProcessSummary(out);
+  if (!read.ok()) return read.status();
+  const runtime::RunSummary& s = *read;
+  const runtime::RunSummary& in_process = mem->record->summary;
+  const std::string want = in_process.weights_sha256;
+  const double initial = in_process.initial_loss.value_or(0.0);
+  const double loss = s.final_epoch_loss.value_or(0.0);
+  const double extra = s.compute ? s.compute->extra_compute_ratio : 0.0;
+  const runtime::SummaryCrashes crashes = s.crashes.value_or(runtime::SummaryCrashes{});
+  const int64_t hc = crashes.handlers, mc = crashes.manager;
+  const int64_t lost = crashes.lost_tasks.value_or(0);
+  const runtime::SummaryRecovery rec = s.recovery.value_or(runtime::SummaryRecovery{});
+  const runtime::SummaryUpdates& up = s.updates;
+  const std::string verdict = s.oracle ? s.oracle->verdict : "?";
   Claims claims;
   claims.Add(
       "converges", loss < initial, loss, "< the initial model's loss",
@@ -292,58 +299,53 @@ Result<int> RobustnessProcesses(const std::string& out, bool quick, const std::s
   // A restart: the processes started again (the fault-free run's time outside its training:
   // starting, connecting, loading the data) and the checkpoint read back.
   const double restart_s =
-      std::max(0.0, clean.value("wall_s", 0.0) - clean.value("train_s", 0.0)) + checkpoint.read_s;
+      std::max(0.0, clean.wall_s.value_or(0.0) - clean.train_s) + checkpoint.read_s;
   const CheckpointRestart cr = ScoreCheckpointRestart(checkpoint.write_s, restart_s, step_s,
                                                       interval / std::max(1e-9, step_s), processes);
   ExtraComputeClaim(&claims, "", extra, cr,
                     fmt::format("a kill round every {:.2f} s ({:.0f} steps)", interval,
                                 interval / std::max(1e-9, step_s)));
-  const bool bitwise =
-      s.value("weights_sha256", "") == want && clean.value("weights_sha256", "") == want;
+  const bool bitwise = s.weights_sha256 == want && clean.weights_sha256 == want;
   claims.Add("bitwise", bitwise, bitwise, "true",
              "the in-process mem: run of the same job (its weights' SHA-256)",
              "with window 1 the weights are bitwise those of the fault-free runs (processes and "
              "mem:)");
-  claims.Add("exactly_once",
-             s["oracle"].value("verdict", "") == "ok" && up.value("gaps", 1) == 0 &&
-                 up.value("repeats", 1) == 0,
-             s["oracle"].value("verdict", "?"), "ok, 0 gaps, 0 repeats",
+  claims.Add("exactly_once", verdict == "ok" && up.gaps == 0 && up.repeats == 0, verdict,
+             "ok, 0 gaps, 0 repeats",
              "the oracle at the server (the versions as the server got them)",
              fmt::format("0 version gaps and 0 repeats (oracle at the server: {}; the manager's "
                          "count: {} gaps, {} repeats)",
-                         s["oracle"].value("verdict", "?"), up.value("gaps", -1),
-                         up.value("repeats", -1)));
+                         verdict, up.gaps, up.repeats));
   // Each redo's kill -> done time against its class's median in the fault-free processes' run
   // (times in hand, the trips through the server included, as the redos').
   std::vector<double> done_ms;
   std::vector<std::string> classes;
-  for (const auto& l : rec.value("lost", nlohmann::json::array())) {
-    if (!l["done_ms"].is_number()) continue;
-    done_ms.push_back(l["done_ms"].get<double>());
-    classes.push_back(l.value("class", ""));
+  for (const runtime::LostTaskTrace& l : rec.lost.value_or(std::vector<runtime::LostTaskTrace>{})) {
+    done_ms.push_back(l.done_ms);
+    classes.push_back(l.task_class);
   }
-  const nlohmann::json baseline_classes =
-      clean.value("recovery", nlohmann::json::object()).value("task_by_class", nlohmann::json());
-  const auto ratios = RecoveryRatios(done_ms, classes, baseline_classes);
-  const auto& hr = rec["handler_crash_to_retransmitted_done"];
-  if (!hr["median_ms"].is_null()) {
+  const auto ratios =
+      RecoveryRatios(done_ms, classes,
+                     clean.recovery ? clean.recovery->task_by_class
+                                    : std::map<std::string, runtime::SummaryQuantiles>{});
+  const runtime::SummaryQuantiles& hr = rec.handler_crash_to_retransmitted_done;
+  if (hr.median_ms) {
     std::printf(
-        "recovery: kill -> the lost task's redo done: median %.1f ms, p95 %.1f ms over %d "
+        "recovery: kill -> the lost task's redo done: median %.1f ms, p95 %.1f ms over %lld "
         "lost tasks\n",
-        hr["median_ms"].get<double>(), hr["p95_ms"].get<double>(), hr["count"].get<int>());
+        *hr.median_ms, hr.p95_ms.value_or(0.0), static_cast<long long>(hr.count));
   }
-  const auto& own = rec["median_recovery_over_own_class_median_task"];
-  RecoveryClaim(&claims, "", ratios, lost, s["crashes"].value("lost_not_redone", int64_t{0}),
-                rec["redo_speeds"], own.is_number() ? own.get<double>() : 0.0);
-  const auto& mr = rec["manager_crash_to_next_step"];
-  if (!mr["median_ms"].is_null()) {
+  RecoveryClaim(&claims, "", ratios, lost, crashes.lost_not_redone.value_or(0), rec.redo_speeds,
+                rec.median_recovery_over_own_class_median_task.value_or(0.0));
+  const runtime::SummaryQuantiles& mr = rec.manager_crash_to_next_step;
+  if (mr.median_ms) {
     std::printf(
-        "manager: kill -> the next step applied: median %.1f ms, p95 %.1f ms over %d kills\n",
-        mr["median_ms"].get<double>(), mr["p95_ms"].get<double>(), mr["count"].get<int>());
+        "manager: kill -> the next step applied: median %.1f ms, p95 %.1f ms over %lld kills\n",
+        *mr.median_ms, mr.p95_ms.value_or(0.0), static_cast<long long>(mr.count));
   }
-  std::printf("mem: %.2f s; processes fault-free %.2f s; under kills %.2f s\n",
-              mem->record->summary["wall_s"].get<double>(), clean.value("wall_s", 0.0),
-              s.value("wall_s", 0.0));
+  const double mem_wall_s = in_process.wall_s.value_or(0.0);
+  std::printf("mem: %.2f s; processes fault-free %.2f s; under kills %.2f s\n", mem_wall_s,
+              clean.wall_s.value_or(0.0), s.wall_s.value_or(0.0));
   nlohmann::json record = {{"experiment", "robustness"},
                            {"quick", quick},
                            {"space", space},
@@ -352,16 +354,16 @@ Result<int> RobustnessProcesses(const std::string& out, bool quick, const std::s
                            {"fault_free_step_ms", 1e3 * step_s},
                            {"final_epoch_loss", loss},
                            {"initial_loss", initial},
-                           {"crashes", s["crashes"]},
+                           {"crashes", s.crashes ? nlohmann::json(crashes) : nlohmann::json()},
                            {"extra_compute_ratio", extra},
                            {"checkpoint_restart", cr.ToJson()},
                            {"bitwise_equal", bitwise},
                            {"recovery_over_fault_free_class_median", Median(ratios)},
-                           {"recovery", rec},
+                           {"recovery", s.recovery ? nlohmann::json(rec) : nlohmann::json()},
                            {"wall_s",
-                            {{"mem", mem->record->summary["wall_s"]},
-                             {"fault_free", clean.value("wall_s", 0.0)},
-                             {"under_kills", s.value("wall_s", 0.0)}}}};
+                            {{"mem", mem_wall_s},
+                             {"fault_free", clean.wall_s.value_or(0.0)},
+                             {"under_kills", s.wall_s.value_or(0.0)}}}};
   return Finish(out, record, claims);
 }
 

@@ -18,6 +18,7 @@
       summary.json's epochs, per-handler work and crash counts, recovery times; the share and
       recovery bars as drawn (heights read back from their pixels); the header's steps; each
       drawn element stands where its value puts it, and a chart with nothing to draw says so.
+  final and charts read summary.json only of the version this script knows (SUMMARY_VERSION).
 """
 import csv
 import json
@@ -28,12 +29,28 @@ import sys
 import time
 import urllib.request
 
+# The summary.json layout this script reads (runtime/core/summary.h, kSummaryVersion).
+SUMMARY_VERSION = 1
+
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def fail(message):
     sys.exit("FAIL: " + message)
+
+
+def read_summary(run):
+    """RUN_DIR/summary.json, refused unless it is of the layout this script reads (its "version";
+    runtime/core/summary.h)."""
+    path = os.path.join(run, "summary.json")
+    summary = json.load(open(path))
+    version = summary.get("version")
+    if version != SUMMARY_VERSION:
+        fail(f"{path} is summary.json version {version!r}; this script reads version "
+             f"{SUMMARY_VERSION} (runtime/core/summary.h): update SUMMARY_VERSION and the checks "
+             f"together")
+    return summary
 
 
 def parse(text):
@@ -160,7 +177,7 @@ def expect(what, got, want, rel=0.0):
 
 
 def final(run):
-    summary = json.load(open(os.path.join(run, "summary.json")))
+    summary = read_summary(run)
     page = Page(os.path.join(run, "metrics.prom"))
     tasks, updates, crashes = summary["tasks"], summary["updates"], summary["crashes"]
     with open(os.path.join(run, "metrics.csv")) as f:
@@ -391,7 +408,7 @@ def events_or_none(charts, cid, events, kind):
 
 def charts_check(run, charts_path, kind):
     charts = json.load(open(charts_path))
-    summary = json.load(open(os.path.join(run, "summary.json")))
+    summary = read_summary(run)
     rows = csv_rows(run)
     report = kind == "report"
     trained = training_rows(rows)

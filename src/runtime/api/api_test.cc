@@ -14,6 +14,7 @@
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "obs/http_server.h"
+#include "runtime/core/summary.h"
 #include "runtime/state/local_inputs.h"
 #include "space/space_wrapper.h"
 
@@ -137,6 +138,51 @@ TEST(ApiTest, MetricsAndTheDashboardAnswerWhileItTrainsAndChangeNothing) {
   ASSERT_TRUE(squatter.Start(0).ok());
   taken.metrics_port = squatter.port();
   EXPECT_EQ(Train(job, taken).status().code(), StatusCode::kInvalidArgument);
+}
+
+// summary.json as a run wrote it, read back through its schema (runtime/core/summary.h): the
+// text is the API's summary_json, and the figures are the run's.
+TEST(ApiTest, TheSummaryReadsBackWithTheRunsFigures) {
+  TrainOptions o;
+  o.handlers = 2;
+  auto r = Train(Feasibility(12), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const TempDir temp("summary");
+  ASSERT_TRUE(WriteArtefacts(temp.path, *r).ok());
+  auto s = runtime::ReadSummary(temp.path + "/summary.json");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->version, runtime::kSummaryVersion);
+  EXPECT_EQ(runtime::SummaryText(*s), r->summary_json);
+  EXPECT_EQ(s->weights_sha256, r->model.Sha256());
+  EXPECT_EQ(s->strategy, "tiles");
+  EXPECT_EQ(s->handlers, 2);
+  EXPECT_EQ(s->steps, r->progress.step);
+  EXPECT_EQ(s->total_steps, r->progress.total_steps);
+  EXPECT_EQ(s->samples, r->progress.samples);
+  EXPECT_EQ(s->tasks.completed, r->progress.tasks_completed);
+  EXPECT_EQ(s->tasks.retransmitted, r->progress.tasks_retransmitted);
+  EXPECT_EQ(s->updates.versions_applied, r->progress.versions_applied);
+  EXPECT_EQ(s->initial_loss, r->initial_loss);
+  EXPECT_EQ(s->final_loss, r->final_loss);
+  EXPECT_EQ(s->wall_s, r->wall_s);
+  EXPECT_EQ(s->train_s, r->train_s);
+  ASSERT_TRUE(s->loss_per_epoch.has_value());
+  ASSERT_EQ(s->loss_per_epoch->size(), r->epochs.size());
+  for (size_t e = 0; e < r->epochs.size(); ++e) {
+    EXPECT_EQ((*s->loss_per_epoch)[e], r->epochs[e].train_loss) << "epoch " << e + 1;
+  }
+  ASSERT_TRUE(s->per_handler.has_value());
+  ASSERT_EQ(s->per_handler->size(), r->handlers.size());
+  for (size_t h = 0; h < r->handlers.size(); ++h) {
+    EXPECT_EQ((*s->per_handler)[h].tasks, r->handlers[h].tasks);
+    EXPECT_EQ((*s->per_handler)[h].work, r->handlers[h].work);
+  }
+  // A regression without a test split: the figures it has not are null, not left out.
+  ASSERT_TRUE(s->accuracy.has_value());
+  EXPECT_FALSE(s->accuracy->has_value());
+  ASSERT_TRUE(s->test_loss.has_value());
+  EXPECT_FALSE(s->test_loss->has_value());
+  EXPECT_FALSE(s->test_rows.has_value());
 }
 
 TEST(ApiTest, OptionsOverrideTheJobAndBadOnesAreRefused) {

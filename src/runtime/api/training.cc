@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "nn/dataset.h"
 #include "nn/evaluate.h"
@@ -122,7 +123,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   }
   // Held-out evaluation after every epoch (its time is reported apart from training's).
   std::vector<EpochReport> reports;
-  nlohmann::json per_epoch = nlohmann::json::array();
+  std::vector<SummaryTestEpoch> per_epoch;
   double eval_s = 0;
   Status eval_error;
   options.on_epoch_end = [&](int64_t epoch, const nn::Model& model) {
@@ -139,8 +140,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
       }
       report.test_loss = r->loss;
       if (test->classification) report.test_accuracy = r->accuracy;
-      per_epoch.push_back(
-          {{"epoch", epoch + 1}, {"test_loss", r->loss}, {"test_accuracy", r->accuracy}});
+      per_epoch.push_back({epoch + 1, r->loss, r->accuracy});
     }
     reports.push_back(report);
     live->OnEpoch({report.epoch, report.train_loss, report.test_loss, report.test_accuracy});
@@ -169,7 +169,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   record->metrics_prom = live->FinalMetricsText();
   ACAN_ASSIGN_OR_RETURN(record->figures, Evaluate(job, data, init, record->run));
   const RunResult& run = record->run;
-  nlohmann::json& summary = record->summary;
+  RunSummary& summary = record->summary;
   summary = MakeSummary(job, options, run, record->figures);
 
   TrainResult result;
@@ -178,20 +178,20 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
     const auto start = Clock::now();
     ACAN_ASSIGN_OR_RETURN(nn::EvalReport final_eval, nn::Evaluate(run.model, *test, job));
     eval_s += Seconds(Clock::now() - start);
-    summary["test_rows"] = final_eval.rows;
-    summary["test_loss"] = final_eval.loss;
-    summary["test_accuracy"] =
-        data.classification ? nlohmann::json(final_eval.accuracy) : nlohmann::json(nullptr);
-    summary["per_class_accuracy"] = final_eval.per_class_accuracy;
-    summary["test_per_epoch"] = per_epoch;
+    summary.test_rows = final_eval.rows;
+    summary.test_loss = Stated(final_eval.loss);
+    summary.test_accuracy =
+        Stated(data.classification ? std::optional<double>(final_eval.accuracy) : std::nullopt);
+    summary.per_class_accuracy = final_eval.per_class_accuracy;
+    summary.test_per_epoch = std::move(per_epoch);
     result.test = nn::ToPublicEval(final_eval, "test", data.classification);
   } else {
-    summary["test_loss"] = nullptr;
-    summary["test_accuracy"] = nullptr;
+    summary.test_loss = Stated(std::nullopt);
+    summary.test_accuracy = Stated(std::nullopt);
   }
-  summary["eval_s"] = eval_s;
+  summary.eval_s = eval_s;
   // Training alone: the run's wall time less the per-epoch evaluations made inside it.
-  summary["train_s"] = run.wall_s - in_run_eval_s;
+  summary.train_s = run.wall_s - in_run_eval_s;
 
   result.model = nn::ToPublicModel(run.model);
   result.progress = ToTrainProgress(run.progress, steps_per_epoch, epochs);
@@ -205,7 +205,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
   result.train_s = run.wall_s - in_run_eval_s;
   result.wall_s = run.wall_s;
   result.manager_crashes = run.manager_crashes;
-  result.summary_json = summary.dump(2) + "\n";
+  result.summary_json = SummaryText(summary);
   result.record = std::move(record);
   return result;
 }

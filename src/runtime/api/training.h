@@ -5,7 +5,6 @@
 // of the run from TrainResult::record. Printing is the caller's.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -21,7 +20,7 @@ namespace internal {
 struct TrainRecord {
   runtime::RunResult run;
   runtime::RunFigures figures;
-  nlohmann::json summary;
+  runtime::RunSummary summary;  // summary.json (runtime/core/summary.h)
   // The run's last /metrics page without acan_up (LiveView::FinalMetricsText): metrics.prom.
   std::string metrics_prom;
 };

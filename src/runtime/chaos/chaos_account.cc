@@ -68,8 +68,8 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
                 done->reported_wall_ns > 0
                     ? l.at + std::chrono::nanoseconds(done->reported_wall_ns - l.at_wall_ns)
                     : Clock::now();
-            auto ms = [&l](std::optional<Clock::time_point> t) -> nlohmann::json {
-              if (!t) return nullptr;
+            auto ms = [&l](std::optional<Clock::time_point> t) -> std::optional<double> {
+              if (!t) return std::nullopt;
               return std::chrono::duration<double, std::milli>(*t - l.at).count();
             };
             recovery_ms_.push_back(std::chrono::duration<double, std::milli>(now - l.at).count());
@@ -78,16 +78,16 @@ void ChaosAccount::OnPut(const Key& key, const Value& value) {
             redo_speeds_.push_back(done->speed);
             int manager_kills = 0;
             for (auto t : manager_kills_) manager_kills += t >= l.at && t <= now;
-            trace_.push_back({{"task", parsed->task_key},
-                              {"class", redo_classes_.back()},
-                              {"killed_handler", l.handler},
-                              {"noticed_ms", ms(l.noticed)},
-                              {"resent_ms", ms(l.resent)},
-                              {"claimed_ms", ms(l.claimed)},
-                              {"claimed_by", l.claimer},
-                              {"done_ms", recovery_ms_.back()},
-                              {"redo_in_hand_ms", redo_ms_.back()},
-                              {"manager_kills_between", manager_kills}});
+            trace_.push_back({.task = parsed->task_key,
+                              .task_class = redo_classes_.back(),
+                              .killed_handler = l.handler,
+                              .noticed_ms = ms(l.noticed),
+                              .resent_ms = ms(l.resent),
+                              .claimed_ms = ms(l.claimed),
+                              .claimed_by = l.claimer,
+                              .done_ms = recovery_ms_.back(),
+                              .redo_in_hand_ms = redo_ms_.back(),
+                              .manager_kills_between = manager_kills});
           } else {
             --lost_;
           }
@@ -185,7 +185,7 @@ LatencyHistogram ChaosAccount::watch_lag() const {
   return watch_lag_;
 }
 
-nlohmann::json ChaosAccount::lost_trace() const {
+std::vector<LostTaskTrace> ChaosAccount::lost_trace() const {
   MutexLock lock(mu_);
   return trace_;
 }

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +19,7 @@
 #include "acan/value.h"
 #include "common/thread_annotations.h"
 #include "runtime/core/layout.h"
+#include "runtime/core/summary.h"
 #include "runtime/view/telemetry.h"
 
 namespace acan::runtime {
@@ -47,7 +47,7 @@ class ChaosAccount {
   // handler killed, the milliseconds from the kill to its restart notice, to the resend (the new
   // attempt's put), to the redo's claim (and by whom), to its report, its time in hand, and the
   // manager kills between.
-  nlohmann::json lost_trace() const;
+  std::vector<LostTaskTrace> lost_trace() const;
   // From a report's sending (its handler's clock) to its reading here: how far this watch runs
   // behind the job (the trace's times above are times of reading).
   LatencyHistogram watch_lag() const;
@@ -85,7 +85,7 @@ class ChaosAccount {
   std::vector<double> recovery_ms_ GUARDED_BY(mu_), redo_ms_ GUARDED_BY(mu_);
   std::vector<std::string> redo_classes_ GUARDED_BY(mu_);
   std::vector<double> redo_speeds_ GUARDED_BY(mu_);
-  nlohmann::json trace_ GUARDED_BY(mu_) = nlohmann::json::array();  // lost_trace()
+  std::vector<LostTaskTrace> trace_ GUARDED_BY(mu_);  // lost_trace()
   std::vector<Clock::time_point> manager_kills_ GUARDED_BY(mu_);
   LatencyHistogram watch_lag_ GUARDED_BY(mu_);
   double useful_s_ GUARDED_BY(mu_) = 0;

@@ -24,48 +24,43 @@ Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const
   return f;
 }
 
-nlohmann::json RecoveryJson(const RecoveryStats& stats) {
-  using nlohmann::json;
+SummaryRecovery RecoverySummary(const RecoveryStats& stats) {
   auto quantiles = [](std::vector<double> v) {
-    json q = {{"count", v.size()}, {"median_ms", nullptr}, {"p95_ms", nullptr}};
+    SummaryQuantiles q;
+    q.count = int64_t(v.size());
     if (v.empty()) return q;
     std::sort(v.begin(), v.end());
-    q["median_ms"] = v[v.size() / 2];
-    q["p95_ms"] = v[std::min(v.size() - 1, v.size() * 95 / 100)];
+    q.median_ms = v[v.size() / 2];
+    q.p95_ms = v[std::min(v.size() - 1, v.size() * 95 / 100)];
     return q;
   };
-  json recovery = {{"handler_crash_to_retransmitted_done", quantiles(stats.handler_ms)},
-                   {"manager_crash_to_next_step", quantiles(stats.manager_ms)},
-                   {"task", quantiles(stats.task_ms)},
-                   {"lost_task", quantiles(stats.lost_task_ms)}};
-  const json& hq = recovery["handler_crash_to_retransmitted_done"];
-  const json& tq = recovery["task"];
-  recovery["median_recovery_over_median_task"] =
-      hq["median_ms"].is_null() || tq["median_ms"].is_null() || tq["median_ms"].get<double>() <= 0
-          ? json(nullptr)
-          : json(hq["median_ms"].get<double>() / tq["median_ms"].get<double>());
-  const json& lq = recovery["lost_task"];
-  recovery["median_recovery_over_median_lost_task"] =
-      hq["median_ms"].is_null() || lq["median_ms"].is_null() || lq["median_ms"].get<double>() <= 0
-          ? json(nullptr)
-          : json(hq["median_ms"].get<double>() / lq["median_ms"].get<double>());
+  // a's median over b's, where both are known and b's is positive.
+  auto ratio = [](const SummaryQuantiles& a, const SummaryQuantiles& b) -> std::optional<double> {
+    if (!a.median_ms || !b.median_ms || *b.median_ms <= 0) return std::nullopt;
+    return *a.median_ms / *b.median_ms;
+  };
+  SummaryRecovery r;
+  r.handler_crash_to_retransmitted_done = quantiles(stats.handler_ms);
+  r.manager_crash_to_next_step = quantiles(stats.manager_ms);
+  r.task = quantiles(stats.task_ms);
+  r.lost_task = quantiles(stats.lost_task_ms);
+  r.median_recovery_over_median_task = ratio(r.handler_crash_to_retransmitted_done, r.task);
+  r.median_recovery_over_median_lost_task =
+      ratio(r.handler_crash_to_retransmitted_done, r.lost_task);
   // Each lost task against the median time of its own class (the same task in the other steps):
   // the median task of a run is often a bias update of a few microseconds, which nobody loses.
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  json by_class = json::object();
-  for (const auto& [cls, v] : stats.task_ms_by_class) by_class[cls] = quantiles(v);
-  recovery["task_by_class"] = by_class;
+  for (const auto& [cls, v] : stats.task_ms_by_class) r.task_by_class[cls] = quantiles(v);
   std::vector<double> ratios;
   for (size_t i = 0; i < stats.lost_classes.size() && i < stats.handler_ms.size(); ++i) {
     auto it = stats.task_ms_by_class.find(stats.lost_classes[i]);
     const double m = it == stats.task_ms_by_class.end() ? 0 : median(it->second);
     if (m > 0) ratios.push_back(stats.handler_ms[i] / m);
   }
-  recovery["median_recovery_over_own_class_median_task"] =
-      ratios.empty() ? json(nullptr) : json(median(ratios));
+  if (!ratios.empty()) r.median_recovery_over_own_class_median_task = median(ratios);
   // ... and against its class's median at the slow-down its redo ran at (the class's times over
   // their slow-downs, times the redo's): what the processor that redid it usually takes for it.
   // With speeds 1:5:10 a handler that crashes holding a task is often the slow one (it holds its
@@ -78,139 +73,118 @@ nlohmann::json RecoveryJson(const RecoveryStats& stats) {
     const double m = it == stats.task_ms_by_class_at_full_speed.end() ? 0 : median(it->second);
     if (m > 0) at_speed.push_back(stats.handler_ms[i] / (m * stats.lost_speeds[i]));
   }
-  recovery["median_recovery_over_own_class_median_at_speed"] =
-      at_speed.empty() ? json(nullptr) : json(median(at_speed));
-  json redo_speeds = json::object();  // how many redos ran at each slow-down
-  for (double s : stats.lost_speeds) {
-    const std::string k = fmt::format("{:g}", s);
-    redo_speeds[k] = redo_speeds.value(k, 0) + 1;
+  if (!at_speed.empty()) r.median_recovery_over_own_class_median_at_speed = median(at_speed);
+  for (double s : stats.lost_speeds) ++r.redo_speeds[fmt::format("{:g}", s)];
+  r.lost_tasks = stats.lost_tasks;
+  r.lost_not_redone = stats.lost_not_redone;
+  r.manager_recovery = quantiles(stats.manager_recovery_ms);
+  r.handler_ms = stats.handler_ms;  // each one (report.html's histogram)
+  if (!stats.manager_recovery_calls.empty()) {
+    r.manager_recovery_space_calls_max = double(*std::max_element(
+        stats.manager_recovery_calls.begin(), stats.manager_recovery_calls.end()));
   }
-  recovery["redo_speeds"] = redo_speeds;
-  recovery["lost_tasks"] = stats.lost_tasks;
-  recovery["lost_not_redone"] = stats.lost_not_redone;
-  recovery["manager_recovery"] = quantiles(stats.manager_recovery_ms);
-  recovery["handler_ms"] = stats.handler_ms;  // each one (report.html's histogram)
-  std::vector<double> calls(stats.manager_recovery_calls.begin(),
-                            stats.manager_recovery_calls.end());
-  recovery["manager_recovery_space_calls_max"] =
-      calls.empty() ? json(nullptr) : json(*std::max_element(calls.begin(), calls.end()));
-  return recovery;
+  return r;
 }
 
-nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
-                           const RunFigures& figures) {
-  using nlohmann::json;
+RunSummary MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
+                       const RunFigures& figures) {
   const Progress& p = run.progress;
-  json j;
-  j["handlers"] = options.handlers;
-  j["window"] = options.window;
-  j["epochs"] = job.train.epochs;
-  j["steps"] = p.next_step;  // applied, as a process run's summary says
-  j["total_steps"] = p.total_steps;
-  int64_t samples = 0;
-  json per_epoch = json::array();
+  RunSummary s;
+  s.handlers = options.handlers;
+  s.window = options.window;
+  s.epochs = job.train.epochs;
+  s.steps = p.next_step;  // applied, as a process run's summary says
+  s.total_steps = p.total_steps;
+  s.loss_per_epoch.emplace();
   for (const EpochTotals& e : p.epochs) {
-    samples += e.rows;
-    per_epoch.push_back(e.rows ? e.loss_sum / double(e.rows) : 0.0);
+    s.samples += e.rows;
+    s.loss_per_epoch->push_back(e.rows ? e.loss_sum / double(e.rows) : 0.0);
   }
-  j["samples"] = samples;
-  j["initial_loss"] = figures.initial_loss;
-  j["final_loss"] = figures.final_loss;
-  j["loss_per_epoch"] = per_epoch;
-  j["accuracy"] = figures.accuracy >= 0 ? json(figures.accuracy) : json(nullptr);
-  j["wall_s"] = run.wall_s;
-  j["samples_per_s"] = run.wall_s > 0 ? double(samples) / run.wall_s : 0.0;
-  j["tasks"] = {{"dispatched", p.dispatched},
-                {"completed", p.completed},
-                {"retransmitted", p.retransmitted},
-                {"duplicates_discarded", p.duplicates_discarded},
-                {"speculated", p.speculated},
-                {"deadlines_extended", p.deadlines_extended},
-                {"tampered", p.tampered},
-                {"by_type", p.by_type},
-                {"retransmit_reasons", p.retransmit_reasons}};
+  s.initial_loss = figures.initial_loss;
+  s.final_loss = figures.final_loss;
+  s.accuracy =
+      Stated(figures.accuracy >= 0 ? std::optional<double>(figures.accuracy) : std::nullopt);
+  s.wall_s = run.wall_s;
+  s.samples_per_s = run.wall_s > 0 ? double(s.samples) / run.wall_s : 0.0;
+  s.tasks.dispatched = p.dispatched;
+  s.tasks.completed = p.completed;
+  s.tasks.retransmitted = p.retransmitted;
+  s.tasks.duplicates_discarded = p.duplicates_discarded;
+  s.tasks.speculated = p.speculated;
+  s.tasks.deadlines_extended = p.deadlines_extended;
+  s.tasks.tampered = p.tampered;
+  s.tasks.by_type = p.by_type;
+  s.tasks.retransmit_reasons = p.retransmit_reasons;
   double total_task_s = 0;
   for (const HandlerReport& h : run.handlers) total_task_s += h.busy_s + h.lost_s;
-  j["compute"] = {
-      {"useful_task_s", p.useful_task_s},
-      {"total_task_s", total_task_s},
-      {"extra_compute_ratio", p.useful_task_s > 0 ? total_task_s / p.useful_task_s - 1 : 0.0}};
+  s.compute = SummaryCompute{
+      .useful_task_s = p.useful_task_s,
+      .total_task_s = total_task_s,
+      .extra_compute_ratio = p.useful_task_s > 0 ? total_task_s / p.useful_task_s - 1 : 0.0};
   auto plan = nn::Plan::Create(job, p.task_size);
-  j["updates"] = {{"shards", plan.ok() ? plan->shards().size() : 0},
-                  {"versions_applied", p.versions_applied},
-                  {"gaps", p.gaps},
-                  {"repeats", p.repeats}};
-  json handlers = json::array();
-  int64_t handler_crashes = 0;
+  s.updates.shards = plan.ok() ? int64_t(plan->shards().size()) : 0;
+  s.updates.versions_applied = p.versions_applied;
+  s.updates.gaps = p.gaps;
+  s.updates.repeats = p.repeats;
+  s.per_handler.emplace();
+  SummaryCrashes crashes;
   for (const HandlerReport& h : run.handlers) {
-    handlers.push_back({{"id", h.id},
-                        {"tasks", h.tasks},
-                        {"busy_s", h.busy_s},
-                        {"work", h.work},
-                        {"idle_ratio", h.idle_ratio},
-                        {"speed", h.speed},
-                        {"crashes", h.crashes},
-                        {"missing_inputs", h.missing_inputs},
-                        {"bad_tuples", h.bad_tuples},
-                        {"reused", h.reused}});
-    handler_crashes += h.crashes;
+    s.per_handler->push_back({.id = h.id,
+                              .tasks = h.tasks,
+                              .busy_s = h.busy_s,
+                              .work = h.work,
+                              .idle_ratio = h.idle_ratio,
+                              .speed = h.speed,
+                              .crashes = h.crashes,
+                              .missing_inputs = h.missing_inputs,
+                              .bad_tuples = h.bad_tuples,
+                              .reused = h.reused});
+    crashes.handlers += h.crashes;
   }
-  j["per_handler"] = handlers;
-  j["crashes"] = {{"handlers", handler_crashes}, {"manager", run.manager_crashes}};
+  crashes.manager = run.manager_crashes;
+  s.crashes = crashes;
   const ControllerSnapshot& c = run.controller;
-  json decisions = json::array();
-  for (const ControllerDecision& d : c.decisions) {
-    decisions.push_back({{"t_s", d.t_s},
-                         {"completion_rate", d.completion_rate},
-                         {"action", d.action},
-                         {"pouch", d.pouch},
-                         {"task_size", d.task_size},
-                         {"timeout_scale", d.timeout_scale}});
-  }
-  j["controller"] = {{"timeout_ms", c.timeouts_ms}, {"mean_timeout_ms", c.mean_timeout_ms},
-                     {"task_size", p.task_size},    {"pouch", c.pouch},
-                     {"handler_pouch", run.pouch},  {"completion_rate", c.completion_rate},
-                     {"decisions", decisions}};
-  j["recovery"] = RecoveryJson(run.recovery);
+  s.controller = SummaryController{.timeout_ms = c.timeouts_ms,
+                                   .mean_timeout_ms = c.mean_timeout_ms,
+                                   .task_size = p.task_size,
+                                   .pouch = c.pouch,
+                                   .handler_pouch = run.pouch,
+                                   .completion_rate = c.completion_rate,
+                                   .decisions = c.decisions};
+  s.recovery = RecoverySummary(run.recovery);
   // What the run held in the space: at the end and at the peak, by key class.
   auto resident = [](const ResidentCount& c) {
-    return json{{"tuples", c.tuples},
-                {"bytes", c.bytes},
-                {"peak_tuples", c.peak_tuples},
-                {"peak_bytes", c.peak_bytes}};
+    return SummaryResident{c.tuples, c.bytes, c.peak_tuples, c.peak_bytes};
   };
-  json space = resident(run.census.total);
-  for (const auto& [cls, c] : run.census.by_class) space["by_class"][cls] = resident(c);
+  SummarySpace& space = s.space.emplace();
+  space.total = resident(run.census.total);
+  for (const auto& [cls, c] : run.census.by_class) space.by_class[cls] = resident(c);
   // What this process asked of the space: calls and latency by operation, and the value bytes
   // moved (over a network backend, what crossed the wire; headers aside).
   for (size_t op = 0; op < size_t(SpaceOp::kCount); ++op) {
     const LatencyHistogram& h = run.space.latency[op];
-    space["calls"][std::string(SpaceOpName(SpaceOp(op)))] = {
-        {"count", run.space.calls[op]},
-        {"p50_us_at_most", h.QuantileNs(0.5) / 1000.0},
-        {"p99_us_at_most", h.QuantileNs(0.99) / 1000.0}};
+    space.calls[std::string(SpaceOpName(SpaceOp(op)))] = {
+        int64_t(run.space.calls[op]), h.QuantileNs(0.5) / 1000.0, h.QuantileNs(0.99) / 1000.0};
   }
-  space["bytes_put"] = run.space.bytes_put;
-  space["bytes_returned"] = run.space.bytes_returned;
-  space["bytes_moved_per_step"] =
-      run.progress.next_step > 0
-          ? json(double(run.space.bytes_put + run.space.bytes_returned) / run.progress.next_step)
-          : json(nullptr);
-  j["space"] = space;
-  json stalls = json::array();
+  space.bytes_put = int64_t(run.space.bytes_put);
+  space.bytes_returned = int64_t(run.space.bytes_returned);
+  if (p.next_step > 0) {
+    space.bytes_moved_per_step =
+        double(run.space.bytes_put + run.space.bytes_returned) / p.next_step;
+  }
+  s.stalls.emplace();
   for (const StallReport& r : run.stalls) {
-    stalls.push_back({{"t_s", r.t_s},
-                      {"stalled_s", r.stalled_s},
-                      {"report", r.ToString()},
-                      {"steps_in_flight", {r.flight.next_step, r.flight.admitted}},
-                      {"tasks_sent", r.flight.tasks_sent},
-                      {"tasks_held", r.flight.tasks_held},
-                      {"manager_incarnations", r.manager_incarnations}});
+    s.stalls->push_back({.t_s = r.t_s,
+                         .stalled_s = r.stalled_s,
+                         .report = r.ToString(),
+                         .steps_in_flight = {r.flight.next_step, r.flight.admitted},
+                         .tasks_sent = r.flight.tasks_sent,
+                         .tasks_held = r.flight.tasks_held,
+                         .manager_incarnations = r.manager_incarnations});
   }
-  j["stalls"] = stalls;
-  j["weights_sha256"] = nn::ModelSha256(run.model);
-  j["strategy"] = std::string(ToString(job.partition.strategy));
-  return j;
+  s.weights_sha256 = nn::ModelSha256(run.model);
+  s.strategy = std::string(ToString(job.partition.strategy));
+  return s;
 }
 
 Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& rows,
@@ -248,7 +222,7 @@ Status WriteMetricsCsv(const std::string& path, const RunResult& run) {
 }
 }  // namespace
 
-Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary) {
+Status WriteArtefacts(const std::string& dir, const RunResult& run, const RunSummary& summary) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -261,7 +235,7 @@ Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohma
     ACAN_RETURN_IF_ERROR(
         WriteWhole(dir + "/trace.json", run.trace->ToJson(static_cast<int>(run.handlers.size()))));
   }
-  ACAN_RETURN_IF_ERROR(WriteWhole(dir + "/summary.json", summary.dump(2) + "\n"));
+  ACAN_RETURN_IF_ERROR(WriteSummary(dir + "/summary.json", summary));
   ACAN_RETURN_IF_ERROR(WriteAuditLines(dir + "/audit.jsonl", run.audit));
   return WriteReportOrWarn(dir);
 }

@@ -1,14 +1,14 @@
-// The artefacts of a run, in one folder: model.safetensors and summary.json (the fields are the
-// contract of `acan train`; docs/operations.md lists them). Plain functions.
+// The artefacts of a run, in one folder: model.safetensors and summary.json (its schema is
+// runtime/core/summary.h; docs/operations.md lists the fields). Plain functions.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "acan/job.h"
 #include "acan/status.h"
 #include "common/write_whole.h"
 #include "nn/dataset.h"
+#include "runtime/core/summary.h"
 #include "runtime/run/job_runner.h"
 
 namespace acan::runtime {
@@ -24,10 +24,11 @@ Result<RunFigures> Evaluate(const JobConfig& job, const nn::Dataset& data, const
                             const RunResult& run);
 
 // summary.json's "recovery": crash-to-redo times against the lost tasks' classes, the manager's.
-nlohmann::json RecoveryJson(const RecoveryStats& stats);
+SummaryRecovery RecoverySummary(const RecoveryStats& stats);
 
-nlohmann::json MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
-                           const RunFigures& figures);
+// An in-process run's summary.json, but for the held-out evaluation (api/training.cc adds it).
+RunSummary MakeSummary(const JobConfig& job, const RunOptions& options, const RunResult& run,
+                       const RunFigures& figures);
 
 // metrics.csv: one row per sample, handler columns h<id>_tasks, h<id>_work (floats its tasks read
 // and wrote), h<id>_speed for each of `handler_ids`.
@@ -36,7 +37,7 @@ Status WriteMetricsCsv(const std::string& path, const std::vector<MetricsRow>& r
 
 // Writes model.safetensors, metrics.csv, trace.json (when traced), summary.json, audit.jsonl (the
 // job's audit log, runtime/audit/audit.h) and report.html into `dir` (created when missing).
-Status WriteArtefacts(const std::string& dir, const RunResult& run, const nlohmann::json& summary);
+Status WriteArtefacts(const std::string& dir, const RunResult& run, const RunSummary& summary);
 
 // Writes `records` (JSON lines) to `path` the same way.
 Status WriteAuditLines(const std::string& path, const std::vector<std::string>& records);

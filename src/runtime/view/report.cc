@@ -1,5 +1,6 @@
-// The offline report (report.h): summary.json, metrics.csv (ReadMetricsCsv, the rows artefacts.cc
-// writes read back) and trace.json into the page's data, then report.html.
+// The offline report (report.h): summary.json (ReadSummary, runtime/core/summary.h), metrics.csv
+// (ReadMetricsCsv, the rows artefacts.cc writes read back) and trace.json into the page's data,
+// then report.html.
 #include "runtime/view/report.h"
 
 #include <fmt/format.h>
@@ -13,22 +14,13 @@
 
 #include "common/write_whole.h"
 #include "obs/page.h"
+#include "runtime/core/summary.h"
 
 namespace acan::runtime {
 
 namespace {
 
 using nlohmann::json;
-
-Result<json> ReadJson(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(fmt::format("'{}' is missing", path.string()));
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidArgument(fmt::format("'{}' is not a JSON object", path.string()));
-  }
-  return j;
-}
 
 // One CSV line split at commas outside double quotes.
 std::vector<std::string> SplitCsv(const std::string& line) {
@@ -120,7 +112,7 @@ Result<json> ReadMetricsCsv(const std::filesystem::path& path, std::vector<int>*
 Result<json> ReportData(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path root(dir);
-  ACAN_ASSIGN_OR_RETURN(json summary, ReadJson(root / "summary.json"));
+  ACAN_ASSIGN_OR_RETURN(RunSummary summary, ReadSummary((root / "summary.json").string()));
   std::vector<int> handlers;
   ACAN_ASSIGN_OR_RETURN(json rows, ReadMetricsCsv(root / "metrics.csv", &handlers));
   json d;
@@ -130,15 +122,16 @@ Result<json> ReportData(const std::string& dir) {
   d["finished"] = true;
   // Epochs: the training loss of each, with the held-out figures where the run made them.
   json epochs = json::array();
-  const json losses = summary.value("loss_per_epoch", json::array());
-  const json tests = summary.value("test_per_epoch", json::array());
+  const std::vector<double> losses = summary.loss_per_epoch.value_or(std::vector<double>{});
+  const std::vector<SummaryTestEpoch> tests =
+      summary.test_per_epoch.value_or(std::vector<SummaryTestEpoch>{});
   for (size_t e = 0; e < losses.size(); ++e) {
     json point = {
         {"epoch", e + 1}, {"loss", losses[e]}, {"test_loss", nullptr}, {"test_accuracy", nullptr}};
-    for (const json& t : tests) {
-      if (t.value("epoch", 0) == int64_t(e + 1)) {
-        point["test_loss"] = t.value("test_loss", json(nullptr));
-        point["test_accuracy"] = t.value("test_accuracy", json(nullptr));
+    for (const SummaryTestEpoch& t : tests) {
+      if (t.epoch == int64_t(e + 1)) {
+        point["test_loss"] = t.test_loss;
+        point["test_accuracy"] = t.test_accuracy;
       }
     }
     epochs.push_back(point);
@@ -159,35 +152,27 @@ Result<json> ReportData(const std::string& dir) {
   }
   // Recovery: each lost task's kill (or crash) to its redo, where the run kept them.
   json recovery_ms = json::array();
-  const json recovery = summary.value("recovery", json::object());
-  for (const json& l : recovery.value("lost", json::array())) {
-    if (l.contains("done_ms")) recovery_ms.push_back(l["done_ms"]);
+  if (summary.recovery) {
+    for (const LostTaskTrace& l : summary.recovery->lost.value_or(std::vector<LostTaskTrace>{})) {
+      recovery_ms.push_back(l.done_ms);
+    }
+    if (recovery_ms.empty()) recovery_ms = summary.recovery->handler_ms;
   }
-  if (recovery_ms.empty()) recovery_ms = recovery.value("handler_ms", json::array());
   d["recovery_ms"] = recovery_ms;
-  d["decisions"] = summary.value("controller", json::object()).value("decisions", json::array());
+  d["decisions"] = summary.controller ? json(summary.controller->decisions) : json::array();
   json facts = json::object();
-  auto fact = [&](const char* name, const json& v) {
-    if (!v.is_null()) facts[name] = v;
-  };
-  fact("strategy", summary.value("strategy", json(nullptr)));
+  facts["strategy"] = summary.strategy;
   // Steps applied, never versions applied (a step applies a version of every shard it updates).
-  for (const char* k : {"steps", "total_steps"}) {
-    if (summary.contains(k) && summary[k].is_number()) d[k] = summary[k];
+  d["steps"] = summary.steps;
+  if (summary.total_steps) d["total_steps"] = *summary.total_steps;
+  facts["steps"] = summary.steps;
+  if (summary.samples_per_s) facts["samples/s"] = fmt::format("{:.0f}", *summary.samples_per_s);
+  if (auto accuracy = summary.test_accuracy.value_or(std::nullopt)) {
+    facts["test accuracy"] = fmt::format("{:.4f}", *accuracy);
   }
-  fact("steps", summary.value("steps", json(nullptr)));
-  if (summary.contains("samples_per_s") && summary["samples_per_s"].is_number()) {
-    facts["samples/s"] = fmt::format("{:.0f}", summary["samples_per_s"].get<double>());
-  }
-  if (summary.contains("test_accuracy") && summary["test_accuracy"].is_number()) {
-    facts["test accuracy"] = fmt::format("{:.4f}", summary["test_accuracy"].get<double>());
-  }
-  if (summary.contains("wall_s") && summary["wall_s"].is_number()) {
-    facts["wall"] = fmt::format("{:.1f} s", summary["wall_s"].get<double>());
-  }
-  const json tasks = summary.value("tasks", json::object());
-  fact("retransmitted", tasks.value("retransmitted", json(nullptr)));
-  fact("weights", summary.value("weights_sha256", json(nullptr)));
+  if (summary.wall_s) facts["wall"] = fmt::format("{:.1f} s", *summary.wall_s);
+  facts["retransmitted"] = summary.tasks.retransmitted;
+  facts["weights"] = summary.weights_sha256;
   // The trace, when the run kept one: its retransmissions and crashes, counted.
   std::ifstream trace_in(root / "trace.json");
   if (trace_in) {

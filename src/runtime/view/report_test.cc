@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/core/summary.h"
 #include "runtime/run/artefacts.h"
 
 namespace acan::runtime {
@@ -36,11 +37,19 @@ TEST_F(ReportDataTest, ReadsBackWhatTheArtefactsHold) {
   rows[1].t_s = 1.0;
   rows[1].retransmitted = 4;
   ASSERT_TRUE(WriteMetricsCsv((dir / "metrics.csv").string(), rows, {0, 1}).ok());
-  Write("summary.json", R"({"loss_per_epoch": [0.9, 0.4], "strategy": "data",
-    "test_per_epoch": [{"epoch": 2, "test_loss": 0.5, "test_accuracy": 0.8}],
-    "recovery": {"handler_ms": [3.0, 40.0]},
-    "controller": {"decisions": [{"t_s": 1, "action": "grow-pouch", "completion_rate": 1,
-                                  "pouch": 2, "task_size": 32, "timeout_scale": 1}]}})");
+  RunSummary summary;
+  summary.strategy = "data";
+  summary.steps = 7;
+  summary.loss_per_epoch = {0.9, 0.4};
+  summary.test_per_epoch = {{.epoch = 2, .test_loss = 0.5, .test_accuracy = 0.8}};
+  summary.recovery.emplace().handler_ms = {3.0, 40.0};
+  summary.controller.emplace().decisions = {{.t_s = 1,
+                                             .completion_rate = 1,
+                                             .action = "grow-pouch",
+                                             .pouch = 2,
+                                             .task_size = 32,
+                                             .timeout_scale = 1}};
+  ASSERT_TRUE(WriteSummary((dir / "summary.json").string(), summary).ok());
   auto d = ReportData(dir.string());
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ((*d)["handlers"], nlohmann::json({0, 1}));
@@ -54,6 +63,9 @@ TEST_F(ReportDataTest, ReadsBackWhatTheArtefactsHold) {
   EXPECT_EQ((*d)["epochs"][1]["test_accuracy"], 0.8);
   EXPECT_EQ((*d)["recovery_ms"], nlohmann::json({3.0, 40.0}));
   EXPECT_EQ((*d)["decisions"].size(), 1u);
+  EXPECT_EQ((*d)["decisions"][0]["action"], "grow-pouch");
+  EXPECT_EQ((*d)["steps"], 7);
+  EXPECT_EQ((*d)["facts"]["strategy"], "data");
 }
 
 TEST_F(ReportDataTest, ADamagedRunDirectoryIsNamed) {
@@ -62,7 +74,12 @@ TEST_F(ReportDataTest, ADamagedRunDirectoryIsNamed) {
   auto bad = ReportData(dir.string());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("summary.json"), std::string::npos);
-  Write("summary.json", "{}");
+  Write("summary.json", "{}");  // JSON, but no summary: the field it lacks is named
+  auto empty = ReportData(dir.string());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("field 'strategy' is missing"), std::string::npos)
+      << empty.status().ToString();
+  ASSERT_TRUE(WriteSummary((dir / "summary.json").string(), RunSummary{}).ok());
   Write("metrics.csv", "t_s,samples_per_s,step\n1,2,3\n1,2\n");
   auto short_line = ReportData(dir.string());
   EXPECT_EQ(short_line.status().code(), StatusCode::kInvalidArgument);

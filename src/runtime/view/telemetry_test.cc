@@ -87,12 +87,11 @@ TEST(TelemetryTest, ARedoIsJudgedAgainstItsClassAtTheSlowDownItRanAt) {
   t.OnHandlerCrash({{"mb.s9.m0", 4}}, env.Now());
   env.Advance(21ms);
   t.OnReported("mb.s9.m0", 20500000, 10.0);
-  nlohmann::json slow = RecoveryJson(t.recovery());
-  EXPECT_NEAR(slow["median_recovery_over_own_class_median_at_speed"].get<double>(), 21.0 / 20,
-              1e-9);
-  EXPECT_EQ(slow["redo_speeds"], nlohmann::json({{"10", 1}}));
+  const SummaryRecovery slow = RecoverySummary(t.recovery());
+  EXPECT_NEAR(slow.median_recovery_over_own_class_median_at_speed.value_or(0), 21.0 / 20, 1e-9);
+  EXPECT_EQ(slow.redo_speeds, (std::map<std::string, int64_t>{{"10", 1}}));
   // Against the class at any speed (median 2 ms: most runs were at full speed) it looks 10x slow.
-  EXPECT_NEAR(slow["median_recovery_over_own_class_median_task"].get<double>(), 21.0 / 2, 1e-9);
+  EXPECT_NEAR(slow.median_recovery_over_own_class_median_task.value_or(0), 21.0 / 2, 1e-9);
 
   // Crashes 2 and 3: redos at full speed 6 ms after their crashes, three times the usual 2 ms.
   for (int s : {10, 11}) {
@@ -101,9 +100,9 @@ TEST(TelemetryTest, ARedoIsJudgedAgainstItsClassAtTheSlowDownItRanAt) {
     env.Advance(6ms);
     t.OnReported(key, 2000000, 1.0);
   }
-  nlohmann::json fast = RecoveryJson(t.recovery());
-  EXPECT_NEAR(fast["median_recovery_over_own_class_median_at_speed"].get<double>(), 3.0, 1e-9);
-  EXPECT_EQ(fast["redo_speeds"], nlohmann::json({{"1", 2}, {"10", 1}}));
+  const SummaryRecovery fast = RecoverySummary(t.recovery());
+  EXPECT_NEAR(fast.median_recovery_over_own_class_median_at_speed.value_or(0), 3.0, 1e-9);
+  EXPECT_EQ(fast.redo_speeds, (std::map<std::string, int64_t>{{"1", 2}, {"10", 1}}));
 }
 
 TEST(TelemetryTest, TheCalibrationIsTheMedianStepAndAStallReportSaysHowLong) {
