@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
     std::map<nn::TaskOp, std::vector<double>> phase1, phase2;  // ms per step, bare 1 and 2 threads
     std::vector<double> ref_rates, w1_rates, w2_rates, w1_ratios, w2_ratios, bare_ratios, of_bare;
     std::string ref_sha, run_sha;
-    std::vector<runtime::HandlerReport> last_handlers;
+    std::vector<runtime::HandlerFigures> last_handlers;
     double last_wall = 0;
     for (int round = 0; round <= rounds; ++round) {  // round 0 warms up both
       auto trainer = Check(nn::ReferenceTrainer::Create(job, init, data));

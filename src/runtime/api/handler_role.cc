@@ -138,7 +138,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     return Status::InvalidArgument(
         fmt::format("handler slowdown must be >= 1, not {}", options.slowdown));
   }
-  runtime::HandlerOptions ho;
+  runtime::HandlerSettings ho;
   ho.id = options.id;
   for (const std::string& name : options.task_types) {
     ACAN_ASSIGN_OR_RETURN(nn::TaskType type, nn::ParseTaskType(name));
@@ -177,7 +177,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     view->SetSource([&stats, &space, speed_now, start, id = options.id] {
       runtime::LiveSample s;
       s.row.t_s = std::chrono::duration<double>(Clock::now() - start).count();
-      runtime::HandlerReport r = runtime::ReportOf(id, stats);
+      runtime::HandlerFigures r = runtime::ReportOf(id, stats);
       r.speed = speed_now->load();  // the slow-down the process runs at (stats' is the slot's)
       s.handlers.push_back(r);
       s.space = space.Stats();

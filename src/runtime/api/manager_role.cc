@@ -107,7 +107,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   if (options.handlers > 0) run.handlers = options.handlers;
   run.adapt_task_size = runtime::AdaptsTaskSize(effective);
   run.lease = options.lease;
-  runtime::ManagerOptions mo = runtime::ManagerOptionsFor(run, 0);
+  runtime::ManagerSettings mo = runtime::ManagerSettingsFor(run, 0);
   mo.owner = options.name;
   mo.audit_signer = signer;
   const int64_t steps_per_epoch =
@@ -204,7 +204,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       live.controller = c;
       live.handler_times_known = false;  // only what the reports say: tasks and work
       for (const auto& [id, counts] : by_handler) {
-        runtime::HandlerReport r;
+        runtime::HandlerFigures r;
         r.id = id;
         r.tasks = counts.first;
         r.work = counts.second;

@@ -195,7 +195,7 @@ Result<TrainResult> TrainJob(const JobConfig& job, RunOptions options,
 
   result.model = nn::ToPublicModel(run.model);
   result.progress = ToTrainProgress(run.progress, steps_per_epoch, epochs);
-  for (const HandlerReport& h : run.handlers) {
+  for (const HandlerFigures& h : run.handlers) {
     result.handlers.push_back({h.id, h.tasks, h.work, h.busy_s, h.idle_ratio, h.speed, h.crashes});
   }
   result.epochs = std::move(reports);

@@ -42,7 +42,7 @@ struct MetricsRow {
 MetricsRow RunMetrics(const Progress& p, const ControllerSnapshot& c, Clock::time_point start,
                       Clock::time_point* last_at, int64_t* last_samples);
 
-struct HandlerReport {
+struct HandlerFigures {
   int id = 0;
   int64_t tasks = 0;
   double busy_s = 0;
@@ -66,8 +66,8 @@ struct LiveSample {
   MetricsRow row;
   Progress progress;
   ControllerSnapshot controller;
-  std::vector<HandlerReport> handlers;  // so far (busy, work, crashes, speed)
-  bool handler_times_known = true;      // false: of `handlers`, only tasks and work are known
+  std::vector<HandlerFigures> handlers;  // so far (busy, work, crashes, speed)
+  bool handler_times_known = true;       // false: of `handlers`, only tasks and work are known
   SpaceStats space;
   std::map<std::string, LatencyHistogram> task_latency;  // by class
   int64_t stalls = 0;

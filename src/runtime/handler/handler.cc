@@ -14,7 +14,7 @@
 
 namespace acan::runtime {
 
-Handler::Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats)
+Handler::Handler(Space* space, Layout layout, HandlerSettings options, HandlerStats* stats)
     : space_(space),
       layout_(std::move(layout)),
       options_(std::move(options)),
@@ -362,8 +362,8 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   return Outcome::kDone;
 }
 
-HandlerReport ReportOf(int id, const HandlerStats& st) {
-  HandlerReport r;
+HandlerFigures ReportOf(int id, const HandlerStats& st) {
+  HandlerFigures r;
   r.id = id;
   r.tasks = st.tasks.load();
   r.busy_s = double(st.busy_ns.load()) / 1e9;

@@ -49,7 +49,7 @@ struct HandlerStats {
   std::atomic<int64_t> first_task_at_ns{0};  // Clock time its first task completed; 0: none yet
 };
 
-struct HandlerOptions {
+struct HandlerSettings {
   int id = 0;
   // This run of the handler: a restarted handler is a new incarnation, and claims made by an
   // older one are known to be abandoned.
@@ -78,7 +78,7 @@ struct HandlerOptions {
 };
 
 // A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
-HandlerReport ReportOf(int id, const HandlerStats& stats);
+HandlerFigures ReportOf(int id, const HandlerStats& stats);
 
 class Handler {
  public:
@@ -89,7 +89,7 @@ class Handler {
   // supervisor; only an unsupervised one is found this much later.
   static constexpr std::chrono::milliseconds kFirstClaim{200};
 
-  Handler(Space* space, Layout layout, HandlerOptions options, HandlerStats* stats);
+  Handler(Space* space, Layout layout, HandlerSettings options, HandlerStats* stats);
 
   // Announces this incarnation (<job>.alive.h<id>), replacing the previous one's.
   Status Announce();
@@ -124,7 +124,7 @@ class Handler {
 
   Space* space_;
   Layout layout_;
-  HandlerOptions options_;
+  HandlerSettings options_;
   HandlerStats* stats_;
   std::vector<AbandonedTask> abandoned_;
   const Env* env_;

@@ -33,7 +33,7 @@ TEST(HandlerTest, ItsWaitsForATaskAreIdleTimeAddedAsEachEnds) {
   ASSERT_TRUE(mem.ok());
   EmptyWaits space(mem->get(), &env, 50ms);
   HandlerStats stats;
-  HandlerOptions o;
+  HandlerSettings o;
   o.env = &env;
   std::vector<int64_t> idle_seen;  // at each look at whether the job is over: after each wait
   o.until = [&] {

@@ -76,7 +76,7 @@ strategy = "data"
     inner = *OpenSpace("mem:");
     space = std::make_unique<ReadCounter>(inner.get());
     ASSERT_TRUE(Manager::InitJob(inner.get(), layout, job, *nn::InitialModel(job)).ok());
-    ManagerOptions o;
+    ManagerSettings o;
     o.env = &env;
     o.probe = false;
     o.lease = std::chrono::hours(1);  // renewed every 20 minutes of the manual clock

@@ -25,7 +25,7 @@ using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
 Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Dataset* data,
-                 ManagerOptions options)
+                 ManagerSettings options)
     : raw_space_(space),
       layout_(std::move(layout)),
       job_(job),

@@ -51,7 +51,7 @@
 
 namespace acan::runtime {
 
-struct ManagerOptions {
+struct ManagerSettings {
   std::string owner = "manager";  // this manager's name in the lease
   // Signs every audit record this manager writes (a secure deployment's manager key); none: the
   // records are hash-chained only.
@@ -95,7 +95,7 @@ class Manager {
  public:
   // REQUIRES: `space`, `job` and `data` outlive the manager.
   Manager(Space* space, Layout layout, const JobConfig* job, const nn::Dataset* data,
-          ManagerOptions options);
+          ManagerSettings options);
   ~Manager();
 
   // Puts the initial state of a new job (version-0 shards, the state tuple, a free lease) unless
@@ -190,7 +190,7 @@ class Manager {
   Layout layout_;
   const JobConfig* job_;
   const nn::Dataset* data_;
-  ManagerOptions options_;
+  ManagerSettings options_;
   const Env* env_;  // deadlines, task times and the lease are on its clock
   Lease lease_;
   // Everything else goes through the fence: no write without the lease

@@ -116,7 +116,7 @@ RunSummary MakeSummary(const JobConfig& job, const RunOptions& options, const Ru
   s.tasks.by_type = p.by_type;
   s.tasks.retransmit_reasons = p.retransmit_reasons;
   double total_task_s = 0;
-  for (const HandlerReport& h : run.handlers) total_task_s += h.busy_s + h.lost_s;
+  for (const HandlerFigures& h : run.handlers) total_task_s += h.busy_s + h.lost_s;
   s.compute = SummaryCompute{
       .useful_task_s = p.useful_task_s,
       .total_task_s = total_task_s,
@@ -128,7 +128,7 @@ RunSummary MakeSummary(const JobConfig& job, const RunOptions& options, const Ru
   s.updates.repeats = p.repeats;
   s.per_handler.emplace();
   SummaryCrashes crashes;
-  for (const HandlerReport& h : run.handlers) {
+  for (const HandlerFigures& h : run.handlers) {
     s.per_handler->push_back({.id = h.id,
                               .tasks = h.tasks,
                               .busy_s = h.busy_s,

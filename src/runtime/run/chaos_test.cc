@@ -318,8 +318,8 @@ TEST(ChaosTest, AHandlersKernelTimeLeavesOutItsSlowDown) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(nn::ModelSha256(r->model), reference);
   ASSERT_EQ(r->handlers.size(), 2u);
-  const HandlerReport& fast = r->handlers[0];
-  const HandlerReport& slow = r->handlers[1];
+  const HandlerFigures& fast = r->handlers[0];
+  const HandlerFigures& slow = r->handlers[1];
   ASSERT_GT(fast.tasks, 0);
   ASSERT_GT(slow.tasks, 0);
   EXPECT_GT(fast.kernel_s, 0);

@@ -84,7 +84,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   std::vector<std::unique_ptr<CrashInTask>> crash_in_task;  // RunHooks::crash_in_task_every
   std::vector<std::unique_ptr<HandlerSlot>> handlers;
   for (int h = 0; h < options.handlers; ++h) {
-    HandlerOptions ho;
+    HandlerSettings ho;
     ho.id = h;
     if (size_t(h) < options.capabilities.size()) ho.capabilities = options.capabilities[h];
     ho.pouch = &pouch;
@@ -252,7 +252,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   result.recovery = telemetry.recovery();
   result.trace = options.trace;
   for (int h = 0; h < options.handlers; ++h) {
-    HandlerReport r = ReportOf(h, handlers[h]->stats());
+    HandlerFigures r = ReportOf(h, handlers[h]->stats());
     r.idle_ratio = wall_s > 0 ? std::max(0.0, 1.0 - (r.busy_s + r.lost_s) / wall_s) : 0;
     result.handlers.push_back(r);
   }

@@ -107,7 +107,7 @@ struct RunResult {
   nn::Model model;
   Progress progress;
   double wall_s = 0;
-  std::vector<HandlerReport> handlers;
+  std::vector<HandlerFigures> handlers;
   int64_t manager_crashes = 0;
   int64_t pouch = 1;
   ControllerSnapshot controller;  // the last active manager's controller

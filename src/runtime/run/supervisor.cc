@@ -29,8 +29,8 @@ void RunEnd::Set(std::atomic<bool>* flag) {
   cv_.SignalAll();
 }
 
-ManagerOptions ManagerOptionsFor(const RunOptions& run, int id) {
-  ManagerOptions mo;
+ManagerSettings ManagerSettingsFor(const RunOptions& run, int id) {
+  ManagerSettings mo;
   mo.owner = fmt::format("manager-{}", id);
   mo.window = run.window;
   mo.task_size = run.task_size;
@@ -86,7 +86,7 @@ ControllerSnapshot ManagerSlot::controller() const {
 
 void ManagerSlot::Loop() {
   while (!end_->over()) {
-    ManagerOptions mo = ManagerOptionsFor(options_, id_);
+    ManagerSettings mo = ManagerSettingsFor(options_, id_);
     mo.on_step = [this](const Progress& p, const ControllerSnapshot& c) {
       telemetry_->OnStep(p, c);
       {
@@ -161,7 +161,7 @@ void ManagerSlot::Loop() {
   }
 }
 
-HandlerSlot::HandlerSlot(Space* space, const Layout& layout, HandlerOptions options,
+HandlerSlot::HandlerSlot(Space* space, const Layout& layout, HandlerSettings options,
                          const RunOptions& run, Telemetry* telemetry, const Env* env)
     : space_(space),
       layout_(layout),
@@ -236,7 +236,7 @@ bool HandlerSlot::RunIncarnation() {
       view.KillAtWrite(n, [this] { Crash(); });
     }
   }
-  HandlerOptions options = options_;
+  HandlerSettings options = options_;
   // A lost task's redo is timed by its report, whichever manager (if any) is there to read it.
   options.on_reported = [this](const std::string& key, int64_t exec_ns, double speed) {
     telemetry_->OnReported(key, exec_ns, speed);

@@ -46,7 +46,7 @@ class RunEnd {
 };
 
 // The options of slot `id`'s managers: the run's manager settings, and the owner name.
-ManagerOptions ManagerOptionsFor(const RunOptions& run, int id);
+ManagerSettings ManagerSettingsFor(const RunOptions& run, int id);
 
 class ManagerSlot {
  public:
@@ -96,7 +96,7 @@ class HandlerSlot {
  public:
   // REQUIRES: every pointer and reference outlives the slot. `env` is the processor's (the
   // slot slows it down by stats().speed).
-  HandlerSlot(Space* space, const Layout& layout, HandlerOptions options, const RunOptions& run,
+  HandlerSlot(Space* space, const Layout& layout, HandlerSettings options, const RunOptions& run,
               Telemetry* telemetry, const Env* env = Env::Default());
 
   // Binds the handler's thread to one CPU (before Start).
@@ -129,7 +129,7 @@ class HandlerSlot {
 
   Space* space_;
   const Layout& layout_;
-  HandlerOptions options_;
+  HandlerSettings options_;
   const RunOptions& run_;
   Telemetry* telemetry_;
   HandlerStats stats_;

@@ -84,7 +84,7 @@ struct SupervisorTest : ::testing::Test {
 };
 
 TEST_F(SupervisorTest, ACrashedHandlerIsAnnouncedDeadItsPouchGoesBackAndItComesBackAsANewOne) {
-  HandlerOptions ho;
+  HandlerSettings ho;
   ho.id = 4;
   HandlerSlot slot(space, layout, ho, run, &telemetry);
   ASSERT_TRUE(space->Put(TaskKey(0), Task(0)).ok());
@@ -113,7 +113,7 @@ TEST_F(SupervisorTest, ACrashedHandlerIsAnnouncedDeadItsPouchGoesBackAndItComesB
 
 TEST_F(SupervisorTest, ATaskLostMidRunLeavesNoClaimOnAClosedStepButKeepsOneOnAnOpenOne) {
   CrashingKernel kernel;
-  HandlerOptions ho;
+  HandlerSettings ho;
   ho.id = 1;
   HandlerSlot slot(space, layout, ho, run, &telemetry, &kernel);
   kernel.slot = &slot;
@@ -154,7 +154,7 @@ class KernelHook : public EnvWrapper {
 // messages say no deadline: a task whose deadline is far off is claimed only when it starts.)
 TEST_F(SupervisorTest, EveryTaskOfAPouchIsClaimedWhenItIsTaken) {
   KernelHook kernel;
-  HandlerOptions ho;
+  HandlerSettings ho;
   ho.id = 2;
   const std::atomic<int> pouch{3};
   ho.pouch = &pouch;
@@ -188,13 +188,13 @@ TEST(RunEndTest, APokeWakesTheWaiterAndTheEndIsFinal) {
   EXPECT_FALSE(end.stopped());
 }
 
-TEST(ManagerOptionsTest, ASlotsManagersTakeTheRunsSettings) {
+TEST(ManagerSettingsTest, ASlotsManagersTakeTheRunsSettings) {
   RunOptions run;
   run.window = 3;
   run.handlers = 5;
   run.lease = 123ms;
   run.adapt_task_size = true;
-  ManagerOptions mo = ManagerOptionsFor(run, 1);
+  ManagerSettings mo = ManagerSettingsFor(run, 1);
   EXPECT_EQ(mo.owner, "manager-1");
   EXPECT_EQ(mo.window, 3);
   EXPECT_EQ(mo.controller.handlers, 5);

@@ -92,7 +92,7 @@ json LiveView::PageData() const {
     facts["step"] = fmt::format("{} / {}", p.next_step, p.total_steps);
     facts["retransmitted"] = p.retransmitted;
     facts["elapsed"] = fmt::format("{:.1f} s", last_->row.t_s);
-    for (const HandlerReport& h : last_->handlers) ids.push_back(h.id);
+    for (const HandlerFigures& h : last_->handlers) ids.push_back(h.id);
   }
   d["facts"] = facts;
   d["handlers"] = ids;

@@ -25,7 +25,7 @@ LiveSample Sample(double t_s, int64_t step) {
   s.progress.epochs = {EpochTotals{1.5, 0, 3}};
   s.controller.timeouts_ms = {{"mb.m0", 250}};
   s.controller.pouch = 2;
-  HandlerReport h;
+  HandlerFigures h;
   h.id = 1;
   h.tasks = 5;
   h.busy_s = 0.25;

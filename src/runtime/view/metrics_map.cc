@@ -106,11 +106,11 @@ void AppendJobMetrics(const LiveSample& s, obs::Exposition& e) {
 }
 
 void AppendProcessMetrics(const LiveSample& s, obs::Exposition& e) {
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     const obs::Labels l = {{"handler", std::to_string(h.id)}};
     e.Counter("acan_handler_tasks_total", "Tasks a handler ran to completion.", double(h.tasks), l);
   }
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     e.Counter("acan_handler_work_total", "Floats a handler's tasks read and wrote.", double(h.work),
               {{"handler", std::to_string(h.id)}});
   }
@@ -118,11 +118,11 @@ void AppendProcessMetrics(const LiveSample& s, obs::Exposition& e) {
     AppendSpaceMetrics(s, e);
     return;
   }
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     e.Counter("acan_handler_busy_seconds_total", "Time a handler spent on tasks it reported.",
               h.busy_s, {{"handler", std::to_string(h.id)}});
   }
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     // Accumulated by the handler as each wait for a task ends, never derived from the run's time
     // less the busy time: that drops when a task longer than the time between scrapes reports,
     // and Prometheus reads a drop as a reset.
@@ -130,15 +130,15 @@ void AppendProcessMetrics(const LiveSample& s, obs::Exposition& e) {
     e.Counter("acan_handler_idle_seconds_total", "Time a handler waited with no task in hand.",
               h.idle_s, {{"handler", std::to_string(h.id)}});
   }
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     e.Counter("acan_handler_lost_seconds_total", "Time spent on tasks a crash lost.", h.lost_s,
               {{"handler", std::to_string(h.id)}});
   }
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     e.Gauge("acan_handler_slowdown", "A handler's injected slow-down (1: full speed).", h.speed,
             {{"handler", std::to_string(h.id)}});
   }
-  for (const HandlerReport& h : s.handlers) {
+  for (const HandlerFigures& h : s.handlers) {
     e.Counter("acan_handler_crashes_total", "Crashes of a handler (each restarted).",
               double(h.crashes), {{"handler", std::to_string(h.id)}});
   }

@@ -12,7 +12,7 @@ ProcessView::ProcessView(const Layout& layout, std::shared_ptr<LiveView> view, i
                          std::chrono::milliseconds interval)
     : layout_(layout), view_(std::move(view)), interval_(interval), last_row_at_(start_) {
   for (int h = 0; h < handlers; ++h) {
-    HandlerReport r;
+    HandlerFigures r;
     r.id = h;
     handlers_.push_back(r);
   }
@@ -27,7 +27,7 @@ void ProcessView::OnPut(const Key& key, const Value& value) {
     if (!done.ok() || !done->error.empty() || !done->missing.empty()) return;
     MutexLock lock(mu_);
     if (done->handler < 0 || size_t(done->handler) >= handlers_.size()) return;
-    HandlerReport& h = handlers_[size_t(done->handler)];
+    HandlerFigures& h = handlers_[size_t(done->handler)];
     const int64_t in_hand = done->in_hand_ns > 0 ? done->in_hand_ns : done->exec_ns;
     h.tasks++;
     h.busy_s += double(in_hand) / 1e9;

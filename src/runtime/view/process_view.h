@@ -44,7 +44,7 @@ class ProcessView {
   std::function<std::pair<int64_t, int64_t>()> resident_;
   Mutex mu_;
   Progress progress_ GUARDED_BY(mu_);  // the last state put
-  std::vector<HandlerReport> handlers_ GUARDED_BY(mu_);
+  std::vector<HandlerFigures> handlers_ GUARDED_BY(mu_);
   std::vector<double> speeds_ GUARDED_BY(mu_);
   std::map<std::string, LatencyHistogram> task_latency_ GUARDED_BY(mu_);
   int64_t handler_kills_ GUARDED_BY(mu_) = 0;
