@@ -18,7 +18,7 @@
 
 #include "acan/space.h"
 #include "acan/worker.h"
-#include "cli/child_process.h"
+#include "common/child_process.h"
 #include "cli/process_chaos.h"
 #include "cli/process_supervisor.h"
 #include "cli/roles.h"

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "cli/child_process.h"
+#include "common/child_process.h"
 
 namespace acan::cli {
 

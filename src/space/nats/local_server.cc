@@ -1,10 +1,8 @@
 #include "space/nats/local_server.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <nats/nats.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +13,8 @@
 #include <sstream>
 #include <thread>
 #include <vector>
+
+#include "common/child_process.h"
 
 namespace acan::nats {
 
@@ -109,29 +109,15 @@ Status LocalNatsServer::Launch() {
   }
   std::vector<std::string> args = {
       exe, "-c", config_path_, "--ports_file_dir", ports_dir.string(), "-l", log_path_};
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) return Status::Unavailable(fmt::format("fork failed: {}", strerror(errno)));
-  if (pid == 0) {
-    // The server dies with its owner: a killed run never leaves a server behind.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127);
-    // A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
-    // the run's processes, which leave cleanly through the server, and not the server, which
-    // its owner stops after them.
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-      dup2(devnull, STDIN_FILENO);
-      dup2(devnull, STDOUT_FILENO);
-      dup2(devnull, STDERR_FILENO);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(exe.c_str(), argv.data());
-    _exit(127);
-  }
+  // The server dies with its owner (a killed run never leaves a server behind), in a process
+  // group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the run's
+  // processes, which leave cleanly through the server, and not the server, which its owner
+  // stops after them.
+  SpawnOptions spawn;
+  spawn.parent_death_signal = SIGTERM;
+  spawn.own_process_group = true;
+  spawn.quiet = true;
+  ACAN_ASSIGN_OR_RETURN(const pid_t pid, SpawnChild(args, spawn));
   pid_ = pid;
   const auto give_up = std::chrono::steady_clock::now() + options_.ready_timeout;
   const fs::path ports_file = ports_dir / fmt::format("nats-server_{}.ports", pid);

@@ -13,7 +13,7 @@
 
 #include "acan/status.h"
 
-namespace acan::cli {
+namespace acan {
 
 struct SpawnOptions {
   // The signal the child gets when the thread that started it ends (0: none). SIGTERM lets a role
@@ -22,6 +22,11 @@ struct SpawnOptions {
   // Signals that stay blocked across the exec, pending rather than fatal until the program is
   // ready for them; every other signal is open in the child.
   std::vector<int> blocked;
+  // A process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group) does not
+  // reach it, and its owner stops it when it chooses (a server after its clients).
+  bool own_process_group = false;
+  // Standard input, output and error to /dev/null (a server that logs to a file of its own).
+  bool quiet = false;
 };
 
 // Starts `argv` (argv[0]: the executable's path) as a child process and returns its PID.
@@ -38,4 +43,4 @@ std::string DescribeExit(int wstatus);
 // when it cannot be read.
 std::string SelfExecutable();
 
-}  // namespace acan::cli
+}  // namespace acan

@@ -1,4 +1,4 @@
-#include "cli/child_process.h"
+#include "common/child_process.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace acan::cli {
+namespace acan {
 
 Result<pid_t> SpawnChild(const std::vector<std::string>& args, const SpawnOptions& options) {
   // Everything the child uses is made before the fork: in a child of a threaded process only
@@ -49,6 +49,15 @@ Result<pid_t> SpawnChild(const std::vector<std::string>& args, const SpawnOption
       _exit(127);  // the parent died before the prctl: no signal would come
     } else {
       pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+      if (options.own_process_group) setpgid(0, 0);
+      if (options.quiet) {
+        const int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+          dup2(devnull, STDIN_FILENO);
+          dup2(devnull, STDOUT_FILENO);
+          dup2(devnull, STDERR_FILENO);
+        }
+      }
       execv(argv[0], argv.data());
       error = errno;
     }
@@ -81,4 +90,4 @@ std::string SelfExecutable() {
   return ec ? "acan" : p.string();
 }
 
-}  // namespace acan::cli
+}  // namespace acan
