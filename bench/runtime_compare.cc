@@ -5,7 +5,7 @@
 //  2. The design note's 44-44-1 toy, batch 1, 4 handlers: samples/s at window 1 and 8, printed
 //     as `runtime_toy_w<W> samples_per_s=<x>` for bench/runtime_compare.sh to set against PyTorch.
 //
-//   runtime_compare [--steps N] [--rounds R] [--trace FILE] [--mlp-only]
+//   runtime_compare [--steps N] [--rounds R] [--trace FILE] [--mlp-only | --toy-only]
 #include <pthread.h>
 #include <sched.h>
 
@@ -208,10 +208,13 @@ int main(int argc, char** argv) {
   int rounds = 3;
   const char* trace_path = nullptr;  // --trace FILE: trace.json of the last window-1 MLP run
   bool with_toy = true;              // --mlp-only: the MLP part alone
+  bool with_mlp = true;              // --toy-only: the toy part alone (a minute less a run)
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--mlp-only")) {
       with_toy = false;
+    } else if (!std::strcmp(argv[i], "--toy-only")) {
+      with_mlp = false;
     } else if (!std::strcmp(argv[i], "--steps") && has_value) {
       steps = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--trace") && has_value) {
@@ -228,7 +231,9 @@ int main(int argc, char** argv) {
   // one per handler). Measured in alternation, `rounds` times after a warm-up; the speed-up is
   // the median of the rounds' ratios (this VM's speed drifts by 20% between seconds).
   bool all_equal = true;
-  for (auto [batch, micro] : {std::pair<int64_t, int64_t>{64, 32}, {256, 128}}) {
+  std::vector<std::pair<int64_t, int64_t>> mlp_batches = {{64, 32}, {256, 128}};
+  if (!with_mlp) mlp_batches.clear();
+  for (auto [batch, micro] : mlp_batches) {
     JobConfig job = MlpJob(steps * batch, batch, micro);
     nn::Model init = Check(nn::InitialModel(job));
     nn::Dataset data = Check(nn::LoadDataset(job));
