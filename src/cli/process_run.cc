@@ -18,11 +18,11 @@
 
 #include "acan/space.h"
 #include "acan/worker.h"
-#include "common/child_process.h"
 #include "cli/process_chaos.h"
 #include "cli/process_supervisor.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
+#include "common/child_process.h"
 #include "nn/row_cache.h"
 #include "runtime/audit/audit.h"
 #include "runtime/chaos/chaos_account.h"

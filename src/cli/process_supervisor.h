@@ -1,6 +1,6 @@
 // The role processes of `acan train --processes` (DESIGN.md section 9a): an active manager, a
-// standby and N handlers, children of this process (common/child_process.h). The supervisor learns of
-// each death from waitpid at once and starts the role again under the same name, a handler under
+// standby and N handlers, children of this process (common/child_process.h). The supervisor learns
+// of each death from waitpid at once and starts the role again under the same name, a handler under
 // the same id, once the others are told (Options::on_death): a dead handler's tasks are sent again
 // without waiting for their deadlines, a dead manager's lease is free for the standby. It stops
 // them all on request, and kills whatever still runs when it is destroyed; a child whose
