@@ -12,6 +12,11 @@ using Inputs = std::span<const std::span<const float>>;
 
 int64_t TargetWidth(const TaskSpec& t) { return t.loss == LossKind::kMse ? t.widths.back() : 1; }
 int64_t WeightSize(const TaskSpec& t, int l) { return t.widths[l + 1] * t.widths[l]; }
+// The tile of the weight a tile task reads: rows [r0, r1), columns [c0, c1), a shard of its own.
+int64_t TileSize(const TaskSpec& t) { return (t.r1 - t.r0) * (t.c1 - t.c0); }
+// The floats of the shard an update task steps: rows [r0, r1) of its tensor, columns [c0, c1) of
+// a weight.
+int64_t UpdateSize(const TaskSpec& t) { return (t.r1 - t.r0) * (t.bias ? 1 : t.c1 - t.c0); }
 // Width of block r when `n` is split into blocks of `block` (0 = one block).
 int64_t BlockWidth(int64_t n, int64_t block, int64_t r) {
   if (block == 0) return n;
@@ -90,25 +95,11 @@ Status RunLoss(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
 }
 
 void RunUpdate(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
-  const int64_t rows = t.widths[t.layer + 1], cols = t.bias ? 1 : t.widths[t.layer];
-  const int64_t n = rows * cols;
+  const int64_t n = UpdateSize(t);
   std::vector<float>& w = (*out)[0];
   w.resize(n);
-  // The gradient: tiles placed (tiles strategy) or micro-batch gradients summed in input order.
-  std::vector<float> g_sum;
   const float* g = in[1].data();
-  if (t.block > 0 && t.parts > 1) {
-    g_sum.resize(n);
-    const int64_t nc = t.bias ? 1 : (cols + t.block - 1) / t.block;
-    for (int p = 0; p < t.parts; ++p) {
-      const int64_t r = p / nc, c = p % nc;
-      const int64_t rw = BlockWidth(rows, t.block, r),
-                    cw = t.bias ? 1 : BlockWidth(cols, t.block, c);
-      for (int64_t i = 0; i < rw; ++i)
-        std::copy_n(in[1 + p].data() + i * cw, cw, &g_sum[(r * t.block + i) * cols + c * t.block]);
-    }
-    g = g_sum.data();
-  } else if (t.parts > 1) {
+  if (t.parts > 1) {
     // Sum the micro-batch gradients in input order and step, element by element, in one pass
     // over memory (the same additions in the same order as summing whole tensors first).
     const float* v = t.momentum > 0 ? in[1 + t.parts].data() : nullptr;
@@ -175,9 +166,12 @@ Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* o
   for (int s = 0; s < shards; ++s) {
     updates.push_back(
         inner(TaskType::kUpdate, TaskOp::kUpdate, momentum ? 3 : 2, momentum ? 2 : 1));
-    updates.back().layer = s / 2;
-    updates.back().bias = s % 2 == 1;
-    updates.back().parts = 1;
+    TaskSpec& u = updates.back();
+    u.layer = s / 2;
+    u.bias = s % 2 == 1;
+    u.parts = 1;
+    u.r1 = t.widths[u.layer + 1];  // the whole tensor, as the data plan's update reads it
+    u.c1 = u.bias ? 1 : t.widths[u.layer];
   }
   std::vector<std::span<const float>> mb_in(2 + shards), up_in(momentum ? 3 : 2);
   std::vector<std::vector<float>> grads, state(momentum ? 2 : 1);
@@ -221,10 +215,10 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
   const int L = t.NumLayers();
   switch (t.op) {
     case TaskOp::kTileForward:
-      return {t.rows * (t.c1 - t.c0), WeightSize(t, t.layer)};
+      return {t.rows * (t.c1 - t.c0), TileSize(t)};
     case TaskOp::kTileActivation:
       s.assign(t.parts, t.rows * (t.r1 - t.r0));
-      s.push_back(t.widths[t.layer + 1]);
+      s.push_back(t.r1 - t.r0);
       return s;
     case TaskOp::kLoss:
       for (int p = 0; p < std::max(1, t.parts); ++p)
@@ -232,7 +226,7 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
       s.push_back(t.rows * TargetWidth(t));
       return s;
     case TaskOp::kTileBackward:
-      return {t.rows * (t.r1 - t.r0), t.rows * (t.c1 - t.c0), WeightSize(t, t.layer)};
+      return {t.rows * (t.r1 - t.r0), t.rows * (t.c1 - t.c0), TileSize(t)};
     case TaskOp::kTileInputGrad:
       s.assign(t.parts + 1, t.rows * (t.c1 - t.c0));
       return s;
@@ -250,20 +244,9 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
       for (int l = t.layer; l + 1 < t.layer_end; ++l) s.push_back(t.rows * t.widths[l + 1]);
       for (int l = t.layer; l < t.layer_end; ++l) s.push_back(WeightSize(t, l));
       return s;
-    case TaskOp::kUpdate: {
-      const int64_t rows = t.widths[t.layer + 1], cols = t.bias ? 1 : t.widths[t.layer];
-      s.push_back(rows * cols);
-      if (t.block > 0) {
-        const int64_t nc = t.bias ? 1 : (cols + t.block - 1) / t.block;
-        for (int p = 0; p < t.parts; ++p)
-          s.push_back(BlockWidth(rows, t.block, p / nc) *
-                      (t.bias ? 1 : BlockWidth(cols, t.block, p % nc)));
-      } else {
-        for (int p = 0; p < t.parts; ++p) s.push_back(rows * cols);
-      }
-      if (t.momentum > 0) s.push_back(rows * cols);
+    case TaskOp::kUpdate:
+      s.assign(1 + t.parts + (t.momentum > 0 ? 1 : 0), UpdateSize(t));
       return s;
-    }
     case TaskOp::kChain:
       s = {t.rows * t.widths[0], t.rows * TargetWidth(t)};
       AppendShardSizes(t, &s);
@@ -304,12 +287,9 @@ std::vector<int64_t> OutputSizes(const TaskSpec& t) {
         s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
       if (t.layer > 0) s.push_back(t.rows * t.widths[t.layer]);
       return s;
-    case TaskOp::kUpdate: {
-      const int64_t n = t.widths[t.layer + 1] * (t.bias ? 1 : t.widths[t.layer]);
-      s.push_back(n);
-      if (t.momentum > 0) s.push_back(n);
+    case TaskOp::kUpdate:
+      s.assign(t.momentum > 0 ? 2 : 1, UpdateSize(t));
       return s;
-    }
     case TaskOp::kChain:
       s.push_back(2);
       AppendShardSizes(t, &s);
@@ -350,10 +330,10 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
   const int L = t.NumLayers();
   switch (t.op) {
     case TaskOp::kTileForward: {
-      const int64_t ld = t.widths[t.layer];
+      const int64_t k = t.c1 - t.c0;
       (*out)[0].resize(t.rows * (t.r1 - t.r0));
-      DenseForward(in[0].data(), t.rows, t.c1 - t.c0, in[1].data() + t.r0 * ld + t.c0, ld,
-                   t.r1 - t.r0, nullptr, (*out)[0].data());
+      DenseForward(in[0].data(), t.rows, k, in[1].data(), k, t.r1 - t.r0, nullptr,
+                   (*out)[0].data());
       break;
     }
     case TaskOp::kTileActivation: {
@@ -362,7 +342,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       h.assign(in[0].begin(), in[0].end());
       for (int p = 1; p < t.parts; ++p)
         for (size_t i = 0; i < h.size(); ++i) h[i] += in[p][i];
-      const float* b = in[t.parts].data() + t.r0;
+      const float* b = in[t.parts].data();
       for (int64_t r = 0; r < t.rows; ++r)
         for (int64_t j = 0; j < n; ++j) h[r * n + j] += b[j];
       ApplyActivation(ActOf(t, t.layer), h.data(), static_cast<int64_t>(h.size()));
@@ -372,8 +352,8 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       ACAN_RETURN_IF_ERROR(RunLoss(t, in, out));
       break;
     case TaskOp::kTileBackward: {
-      const int64_t ld = t.widths[t.layer], n = t.r1 - t.r0, k = t.c1 - t.c0;
-      const float* w = in[2].data() + t.r0 * ld + t.c0;
+      const int64_t n = t.r1 - t.r0, k = t.c1 - t.c0;
+      const float* w = in[2].data();
       size_t o = 0;
       (*out)[o].resize(n * k);
       WeightGrad(in[0].data(), n, in[1].data(), k, t.rows, n, k, (*out)[o++].data(), k);
@@ -383,7 +363,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       }
       if (t.layer > 0) {
         (*out)[o].resize(t.rows * k);
-        InputGrad(in[0].data(), n, t.rows, n, w, ld, k, (*out)[o].data(), k);
+        InputGrad(in[0].data(), n, t.rows, n, w, k, k, (*out)[o].data(), k);
       }
       break;
     }

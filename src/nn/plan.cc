@@ -60,16 +60,29 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
   for (int s = 0; s < stages; ++s)
     p.stages_.emplace_back(s * layers / stages, (s + 1) * layers / stages);
   for (int l = 0; l < layers; ++l) {
+    const int64_t in = p.widths_[l], out = p.widths_[l + 1];
+    // Whole tensors, or (tiles) the weight's tiles row block by row block, then the bias's blocks.
+    const int64_t edge = p.strategy_ == Strategy::kTiles ? p.task_size_ : 0;
+    const int64_t nr = edge > 0 ? Blocks(out, edge) : 1, nc = edge > 0 ? Blocks(in, edge) : 1;
     for (bool bias : {false, true}) {
-      ShardSpec s;
-      s.key = ParamKey(l, bias);
-      s.momentum_key = p.momentum_ > 0 ? MomKey(l, bias) : "";
-      s.name = bias ? BiasName(l) : WeightName(l);
-      s.layer = l;
-      s.bias = bias;
-      s.shape = bias ? std::vector<int64_t>{p.widths_[l + 1]}
-                     : std::vector<int64_t>{p.widths_[l + 1], p.widths_[l]};
-      p.shards_.push_back(std::move(s));
+      for (int64_t r = 0; r < nr; ++r) {
+        for (int64_t c = 0; c < (bias ? 1 : nc); ++c) {
+          ShardSpec s;
+          s.tile = edge == 0 ? "" : T('r', r) + (bias ? "" : T('c', c));
+          s.key = ParamKey(l, bias) + s.tile;
+          s.momentum_key = p.momentum_ > 0 ? MomKey(l, bias) + s.tile : "";
+          s.name = bias ? BiasName(l) : WeightName(l);
+          s.layer = l;
+          s.bias = bias;
+          s.r0 = r * (edge > 0 ? edge : out), s.r1 = edge > 0 ? std::min(out, s.r0 + edge) : out;
+          s.c0 = bias ? 0 : c * (edge > 0 ? edge : in);
+          s.c1 = bias ? 1 : (edge > 0 ? std::min(in, s.c0 + edge) : in);
+          s.tensor_shape = bias ? std::vector<int64_t>{out} : std::vector<int64_t>{out, in};
+          s.shape = bias ? std::vector<int64_t>{s.r1 - s.r0}
+                         : std::vector<int64_t>{s.r1 - s.r0, s.c1 - s.c0};
+          p.shards_.push_back(std::move(s));
+        }
+      }
     }
   }
   return p;
@@ -79,10 +92,32 @@ std::vector<KeyedTensor> Plan::InitialState(const Model& model) const {
   std::vector<KeyedTensor> out;
   for (const ShardSpec& s : shards_) {
     const std::vector<float>& v = s.bias ? model.biases[s.layer] : model.weights[s.layer];
-    out.emplace_back(s.key, v);
-    if (!s.momentum_key.empty()) out.emplace_back(s.momentum_key, std::vector<float>(v.size()));
+    out.emplace_back(s.key, s.tile.empty() ? v : s.Slice(v));
+    if (!s.momentum_key.empty()) out.emplace_back(s.momentum_key, std::vector<float>(s.Size()));
   }
   return out;
+}
+
+bool Plan::SameShards(const Plan& other) const {
+  if (shards_.size() != other.shards_.size()) return false;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    if (shards_[i].key != other.shards_[i].key || shards_[i].shape != other.shards_[i].shape)
+      return false;
+  }
+  return true;
+}
+
+std::vector<float> ShardSpec::Slice(const std::vector<float>& tensor) const {
+  const int64_t ld = bias ? 1 : tensor_shape[1], cols = c1 - c0;
+  std::vector<float> out(Size());
+  for (int64_t r = r0; r < r1; ++r) std::copy_n(&tensor[r * ld + c0], cols, &out[(r - r0) * cols]);
+  return out;
+}
+
+void ShardSpec::Place(const std::vector<float>& shard, std::vector<float>* tensor) const {
+  const int64_t ld = bias ? 1 : tensor_shape[1], cols = c1 - c0;
+  for (int64_t r = r0; r < r1; ++r)
+    std::copy_n(&shard[(r - r0) * cols], cols, &(*tensor)[r * ld + c0]);
 }
 
 int64_t Plan::MicroRows(int64_t rows) const {
@@ -209,7 +244,7 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
         t.layer = l;
         t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
         t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
-        t.inputs = {act_in(l, c), ParamKey(l, false)};
+        t.inputs = {act_in(l, c), ParamKey(l, false) + T('r', r) + T('c', c)};
         t.outputs = {S("zp", step) + T('l', l) + T('r', r) + T('c', c)};
         out->push_back(std::move(t));
       }
@@ -224,7 +259,7 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
       t.parts = static_cast<int>(nc);
       for (int64_t c = 0; c < nc; ++c)
         t.inputs.push_back(S("zp", step) + T('l', l) + T('r', r) + T('c', c));
-      t.inputs.push_back(ParamKey(l, true));
+      t.inputs.push_back(ParamKey(l, true) + T('r', r));
       t.outputs = {S("h", step) + T('l', l) + T('r', r)};
       out->push_back(std::move(t));
     }
@@ -258,7 +293,8 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
         t.layer = l;
         t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
         t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
-        t.inputs = {S("dz", step) + T('l', l) + T('r', r), act_in(l, c), ParamKey(l, false)};
+        t.inputs = {S("dz", step) + T('l', l) + T('r', r), act_in(l, c),
+                    ParamKey(l, false) + T('r', r) + T('c', c)};
         t.outputs = {S("gw", step) + T('l', l) + T('r', r) + T('c', c)};
         if (c == 0) t.outputs.push_back(S("gb", step) + T('l', l) + T('r', r));
         if (l > 0) t.outputs.push_back(S("dap", step) + T('l', l) + T('r', r) + T('c', c));
@@ -402,20 +438,16 @@ void Plan::ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) con
 void Plan::UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
   for (const ShardSpec& s : shards_) {
     TaskSpec t = Base(step, rows);
-    t.key = S("upd", step) + T('l', s.layer) + (s.bias ? ".b" : ".w");
+    t.key = S("upd", step) + T('l', s.layer) + (s.bias ? ".b" : ".w") + s.tile;
     t.type = TaskType::kUpdate;
     t.op = TaskOp::kUpdate;
     t.layer = s.layer;
     t.bias = s.bias;
+    t.r0 = s.r0, t.r1 = s.r1, t.c0 = s.c0, t.c1 = s.c1;
     t.inputs = {s.key};
     const std::string g = S(s.bias ? "gb" : "gw", step) + T('l', s.layer);
     if (strategy_ == Strategy::kTiles) {
-      t.block = task_size_;
-      const int64_t nr = Blocks(widths_[s.layer + 1], task_size_);
-      const int64_t nc = s.bias ? 1 : Blocks(widths_[s.layer], task_size_);
-      for (int64_t r = 0; r < nr; ++r)
-        for (int64_t c = 0; c < nc; ++c)
-          t.inputs.push_back(g + T('r', r) + (s.bias ? "" : T('c', c)));
+      t.inputs.push_back(g + s.tile);  // a tile's gradient is whole: one task made it
     } else {
       for (int64_t k = 0; k < Blocks(rows, MicroRows(rows)); ++k) t.inputs.push_back(g + T('m', k));
     }

@@ -7,9 +7,12 @@
 // and every reduction in a fixed order; each task is a pure function of its inputs (ExecuteTask),
 // so any executor that runs the graph produces bitwise the reference result.
 //
-// Parameters are sharded per tensor, independent of the task size: shard `param.l<i>.w` is
-// layers.<i>.weight, `param.l<i>.b` is layers.<i>.bias, and with momentum `mom.l<i>.w|b` holds
-// the velocity. These keys are step-free: the runtime versions them (version = updates applied);
+// Parameters are sharded per tensor: shard `param.l<i>.w` is layers.<i>.weight, `param.l<i>.b` is
+// layers.<i>.bias, and with momentum `mom.l<i>.w|b` holds the velocity. The tiles strategy shards
+// each tensor by its tiles instead (`param.l<i>.w.r<r>.c<c>`, a bias by its row blocks
+// `param.l<i>.b.r<r>`), so that no task, and no process, needs a whole layer: its shards, and so
+// its keys, follow the task size, which is then fixed for a run. These keys are step-free: the
+// runtime versions them (version = updates applied);
 // a step-s task that reads `param.*` reads version s (W = 1), and the step's update task for a
 // shard reads version s and writes version s + 1 under the same key. Every other key is scoped
 // to its step by the token s<step>. A Plan is immutable after Create: thread-safe.
@@ -29,12 +32,21 @@
 namespace acan::nn {
 
 struct ShardSpec {
-  std::string key;           // "param.l0.w"
+  std::string key;           // "param.l0.w", or a tile's "param.l0.w.r1.c2"
   std::string momentum_key;  // "mom.l0.w", or "" without momentum
-  std::string name;          // "layers.0.weight"
+  std::string name;          // the tensor it is part of: "layers.0.weight"
+  std::string tile;          // ".r1.c2" (a weight's tile), ".r1" (a bias's block), "" (whole)
   int layer = 0;
   bool bias = false;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;         // the shard's own shape
+  std::vector<int64_t> tensor_shape;  // the whole tensor's
+  // The part of the tensor it holds: rows [r0, r1), columns [c0, c1) (a bias: one column).
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+
+  int64_t Size() const { return (r1 - r0) * (c1 - c0); }
+  // The shard's values, from the whole tensor's (row-major), and back into it.
+  std::vector<float> Slice(const std::vector<float>& tensor) const;
+  void Place(const std::vector<float>& shard, std::vector<float>* tensor) const;
 };
 
 // A keyed tensor as produced by the plan (inputs, initial state).
@@ -72,6 +84,9 @@ class Plan {
   // A model from shard tensors (`get(key)` returns the shard's current values).
   template <typename Get>
   Model ModelFromState(Get get) const;
+  // True when a step of this plan reads the state of `other`'s shards under the same keys (the
+  // tiles strategy's shards follow its task size; the others' do not).
+  bool SameShards(const Plan& other) const;
 
   // The step's input tensors (x and targets, split as the strategy's tasks read them), made from
   // its mini-batch of `rows` rows; x is rows x widths[0], t is rows x target width.
@@ -129,7 +144,15 @@ Model Plan::ModelFromState(Get get) const {
   m.widths = widths_;
   m.weights.resize(NumLayers());
   m.biases.resize(NumLayers());
-  for (const ShardSpec& s : shards_) (s.bias ? m.biases : m.weights)[s.layer] = get(s.key);
+  for (const ShardSpec& s : shards_) {
+    std::vector<float>& tensor = (s.bias ? m.biases : m.weights)[s.layer];
+    if (s.tile.empty()) {
+      tensor = get(s.key);
+    } else {
+      tensor.resize(s.tensor_shape[0] * (s.bias ? 1 : s.tensor_shape[1]));
+      s.Place(get(s.key), &tensor);
+    }
+  }
   return m;
 }
 

@@ -30,7 +30,26 @@ Status ReferenceTrainer::SetTaskSize(int64_t task_size) {
   if (job_.partition.strategy == Strategy::kChain) {
     return Status::InvalidArgument("the chain strategy's task size fixes its steps: set it once");
   }
-  ACAN_ASSIGN_OR_RETURN(plan_, Plan::Create(job_, task_size, data_->rows));
+  ACAN_ASSIGN_OR_RETURN(Plan next, Plan::Create(job_, task_size, data_->rows));
+  if (!next.SameShards(plan_)) {  // tiles: the state is cut again, to the new tiles
+    const Model params = CurrentModel();
+    const Model velocities = plan_.ModelFromState([&](const std::string& key) {
+      for (const ShardSpec& s : plan_.shards()) {
+        if (s.key == key && !s.momentum_key.empty()) return *state_.at(s.momentum_key);
+      }
+      return std::vector<float>();
+    });
+    std::unordered_map<std::string, Buffer> state;
+    for (const ShardSpec& s : next.shards()) {
+      const auto& from = s.bias ? params.biases[s.layer] : params.weights[s.layer];
+      state[s.key] = Share(s.Slice(from));
+      if (s.momentum_key.empty()) continue;
+      state[s.momentum_key] =
+          Share(s.Slice(s.bias ? velocities.biases[s.layer] : velocities.weights[s.layer]));
+    }
+    state_ = std::move(state);
+  }
+  plan_ = std::move(next);
   return Status::Ok();
 }
 

@@ -91,6 +91,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     effective.partition.task_size = g.steps;
     report.grain = {g.steps, g.step_ms, g.move_ms};
   }
+  // A tiles job's shards are its tiles: their edge is chosen once, and is the job's as made.
+  if (!exists && job.partition.strategy == Strategy::kTiles && job.partition.task_size == 0) {
+    effective.partition.task_size =
+        runtime::InitialTaskSize(job.model.layers, true, job.train.batch);
+  }
   runtime::JobDescriptor descriptor;
   descriptor.job_toml = ToToml(effective);
   descriptor.local_inputs = options.handlers_read_data;

@@ -38,9 +38,12 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       liveness_(space_, &layout_, env_),
       controller_([&] {
         ControllerOptions c = options_.controller;
-        c.adapt_task_size = options_.adapt_task_size;
+        // A tiles job's shards are its tiles: their edge is set up once (InitJob).
+        c.adapt_task_size =
+            options_.adapt_task_size && job_->partition.strategy != Strategy::kTiles;
         return c;
       }()) {
+  if (job_->partition.strategy == Strategy::kTiles) options_.adapt_task_size = false;
   batcher_ = std::make_unique<nn::Batcher>(
       data_, nn::Plan::StepBatch(*job_, options_.task_size, data_->rows), job_->data.shuffle,
       job_->train.seed);

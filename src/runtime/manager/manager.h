@@ -105,11 +105,13 @@ class Manager {
   // (runtime/state/local_inputs.h) instead of reading them from the space.
   // The job's audit log (runtime/audit/audit.h) starts here, with a job_start record.
   // With `signer`, its records are signed (a secure deployment's manager key). Its clock and
-  // waits are `env`'s (null: Env::Default()).
+  // waits are `env`'s (null: Env::Default()). `task_size` is the run's (-1: the job's): the tiles
+  // strategy's shards are its tiles, so a tiles job is set up with its tile edge for good (in the
+  // state tuple, which every incarnation reads) and the controller never changes it.
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor = nullptr,
                         std::shared_ptr<const AuditSigner> signer = nullptr,
-                        const Env* env = nullptr);
+                        const Env* env = nullptr, int64_t task_size = -1);
 
   // Waits for the lease (as a standby), then runs or resumes the job until every step has been
   // applied. Returns Cancelled when `crash` is set: the manager stops at once, as if killed,

@@ -23,7 +23,8 @@ using std::chrono::nanoseconds;
 
 Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor,
-                        std::shared_ptr<const AuditSigner> signer, const Env* env) {
+                        std::shared_ptr<const AuditSigner> signer, const Env* env,
+                        int64_t task_size) {
   if (env == nullptr) env = Env::Default();
   // Managers that start together all see a new job: the one that swaps the guard cell first sets
   // it up, the others wait for its state tuple. A guard whose holder did not finish within its
@@ -58,7 +59,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
           PutConfirmed(space, layout.JobDescriptor(), EncodeJobDescriptor(*descriptor)));
     }
   }
-  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, task_size));
   for (auto& [key, tensor] : plan.InitialState(init)) {
     ACAN_RETURN_IF_ERROR(
         PutConfirmed(space, layout.State(key, 0), Value::FromVector(std::move(tensor))));
@@ -71,6 +72,7 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
     ACAN_RETURN_IF_ERROR(audit.Flush());
   }
   Progress p;
+  if (job.partition.strategy == Strategy::kTiles) p.task_size = plan.task_size();  // the shards'
   ACAN_RETURN_IF_ERROR(PutConfirmed(space, layout.ManagerState(), Value::FromString(p.ToJson())));
   ACAN_RETURN_IF_ERROR(Lease::PutFree(space, layout.Lease()));
   // Set up: the guard lapses now (a later job of the same id takes it at once).

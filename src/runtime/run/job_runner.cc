@@ -73,7 +73,14 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   if (hooks.wrap_space) space = hooks.wrap_space(std::move(space));
   ACAN_ASSIGN_OR_RETURN(Key token, Key::Parse(options.job_token));
   Layout layout(token.str());
-  ACAN_RETURN_IF_ERROR(Manager::InitJob(space.get(), layout, job, init));
+  // A tiles job's shards are its tiles: their edge is the run's task size, chosen once.
+  int64_t task_size = options.task_size;
+  if (job.partition.strategy == Strategy::kTiles && task_size <= 0 &&
+      job.partition.task_size == 0 && options.adapt_task_size) {
+    task_size = InitialTaskSize(job.model.layers, true, job.train.batch);
+  }
+  ACAN_RETURN_IF_ERROR(
+      Manager::InitJob(space.get(), layout, job, init, nullptr, nullptr, nullptr, task_size));
 
   const auto start = Clock::now();
   Telemetry telemetry;
