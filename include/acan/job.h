@@ -109,6 +109,13 @@ struct RuntimeConfig {
   // Copy a task the window waits on for a faster idle handler when a slow one holds it
   // (speculative execution: time for compute, the slow copy's work is thrown away).
   bool speculate = false;
+  // Memory budgets in bytes (0: none): what a process may hold of acan's own data (tensors,
+  // cached parameters, task inputs and outputs, its data set) on top of its baseline. The
+  // handlers' budgets are cycled over handlers (one value: the same for all). A tiles job is cut
+  // into tiles whose tasks fit the smallest handler budget; a handler refuses a task that does
+  // not fit its own. Written `handler_memory = "16MiB"` (or a list), `manager_memory = "16MiB"`.
+  std::vector<int64_t> handler_memory;
+  int64_t manager_memory = 0;
 };
 
 struct ChaosConfig {

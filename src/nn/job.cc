@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/byte_size.h"
 #include "nn/read_file.h"
 
 namespace acan {
@@ -118,6 +119,28 @@ class Section {
       if (!e.is_integer()) return WrongType(key, e, "an array of integers");
       out->push_back(e.as_integer()->get());
     }
+    return Status::Ok();
+  }
+  // Sizes in bytes: a string ("24MiB", common/byte_size.h), a non-negative integer (bytes), or an
+  // array of them.
+  Status Sizes(const char* key, std::vector<int64_t>* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    out->clear();
+    auto one = [&](const toml::node& e) -> Status {
+      if (e.is_integer() && e.as_integer()->get() >= 0) {
+        out->push_back(e.as_integer()->get());
+        return Status::Ok();
+      }
+      if (!e.is_string()) return WrongType(key, e, "a size such as \"16MiB\" (or a list of them)");
+      Result<int64_t> size = ParseByteSize(e.as_string()->get());
+      if (!size.ok()) return Error(key, size.status().message());
+      out->push_back(*size);
+      return Status::Ok();
+    };
+    if (!n->is_array()) return one(*n);
+    for (const toml::node& e : *n->as_array()) ACAN_RETURN_IF_ERROR(one(e));
+    if (out->empty()) return Error(key, "must name at least one size");
     return Status::Ok();
   }
   Status FloatArray(const char* key, std::vector<double>* out) {
@@ -237,6 +260,13 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   ACAN_RETURN_IF_ERROR(rt.Int("window", &job->runtime.window));
   ACAN_RETURN_IF_ERROR(rt.String("space", &job->runtime.space));
   ACAN_RETURN_IF_ERROR(rt.Bool("speculate", &job->runtime.speculate));
+  ACAN_RETURN_IF_ERROR(rt.Sizes("handler_memory", &job->runtime.handler_memory));
+  {
+    std::vector<int64_t> manager;
+    ACAN_RETURN_IF_ERROR(rt.Sizes("manager_memory", &manager));
+    if (manager.size() > 1) return rt.Error("manager_memory", "is one size, not a list");
+    if (!manager.empty()) job->runtime.manager_memory = manager[0];
+  }
   ACAN_RETURN_IF_ERROR(rt.Finish());
 
   job->chaos.enabled = table("chaos") != nullptr;
@@ -517,6 +547,13 @@ std::string ToToml(const JobConfig& job) {
                       {"window", job.runtime.window},
                       {"space", job.runtime.space},
                       {"speculate", job.runtime.speculate}};
+  if (!job.runtime.handler_memory.empty()) {
+    toml::array sizes;
+    for (int64_t b : job.runtime.handler_memory) sizes.push_back(FormatByteSize(b));
+    runtime.insert("handler_memory", std::move(sizes));
+  }
+  if (job.runtime.manager_memory > 0)
+    runtime.insert("manager_memory", FormatByteSize(job.runtime.manager_memory));
   toml::table root{{"model", std::move(model)},
                    {"data", std::move(data)},
                    {"train", std::move(train)},
