@@ -15,9 +15,9 @@ struct Unit {
 };
 
 constexpr Unit kUnits[] = {
-    {"", 1},          {"B", 1},         {"K", 0x1p10},   {"KiB", 0x1p10},  {"M", 0x1p20},
-    {"MiB", 0x1p20},  {"G", 0x1p30},    {"GiB", 0x1p30}, {"T", 0x1p40},    {"TiB", 0x1p40},
-    {"kB", 1e3},      {"KB", 1e3},      {"MB", 1e6},     {"GB", 1e9},      {"TB", 1e12},
+    {"", 1},         {"B", 1},      {"K", 0x1p10},   {"KiB", 0x1p10}, {"M", 0x1p20},
+    {"MiB", 0x1p20}, {"G", 0x1p30}, {"GiB", 0x1p30}, {"T", 0x1p40},   {"TiB", 0x1p40},
+    {"kB", 1e3},     {"KB", 1e3},   {"MB", 1e6},     {"GB", 1e9},     {"TB", 1e12},
 };
 
 }  // namespace

@@ -18,7 +18,8 @@ TEST(ByteSizeTest, ParsesWhatPeopleWrite) {
 }
 
 TEST(ByteSizeTest, RefusesWhatIsNotASize) {
-  for (const char* bad : {"", "MiB", "-1MiB", "12 parsecs", "1.5B", "1e3", "99999999TiB", "1..2M"}) {
+  for (const char* bad :
+       {"", "MiB", "-1MiB", "12 parsecs", "1.5B", "1e3", "99999999TiB", "1..2M"}) {
     Result<int64_t> r = ParseByteSize(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) EXPECT_NE(r.status().message().find("size '"), std::string::npos) << bad;

@@ -25,6 +25,8 @@ RunOptions RunOptionsFromJob(const JobConfig& job) {
   o.window = job.runtime.window;
   o.speculate = job.runtime.speculate;
   o.space_uri = job.runtime.space;
+  o.handler_memory = job.runtime.handler_memory;
+  o.manager_memory = job.runtime.manager_memory;
   if (job.chaos.enabled) o.chaos = ChaosOptions::FromConfig(job.chaos, job.train.seed);
   return o;
 }

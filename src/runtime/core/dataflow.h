@@ -33,6 +33,7 @@ struct StepTask {
   // A copy for a faster handler (runtime/core/straggler.h): sent once at most, looked at from then.
   bool speculated = false;
   Clock::time_point straggler_check_at = Clock::time_point::max();
+  int refusals = 0;  // reports in a row of handlers whose memory would not hold it
 };
 
 struct StepFlow {

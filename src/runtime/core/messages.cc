@@ -66,6 +66,7 @@ class Reader {
     }
     return Status::Ok();
   }
+  bool AtEnd() const { return p_.empty(); }
   Status End() {
     if (!p_.empty())
       return Status::DataLoss(fmt::format("{} tuple has {} trailing bytes", what_, p_.size()));
@@ -133,6 +134,7 @@ Value EncodeDoneMessage(const DoneMessage& m) {
   w.Pod(m.in_hand_ns);
   w.Pod(m.reported_wall_ns);
   w.Pod(m.speed);
+  if (!m.refused.empty()) w.Str(m.refused);  // absent from a report that ran
   return w.Done();
 }
 
@@ -155,6 +157,7 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
     return Status::DataLoss(
         fmt::format("done tuple has speed factor {}, not in (0, 1e6]", m.speed));
   }
+  if (!r.AtEnd()) ACAN_RETURN_IF_ERROR(r.Str(&m.refused));
   ACAN_RETURN_IF_ERROR(r.End());
   return m;
 }

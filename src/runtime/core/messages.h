@@ -48,6 +48,9 @@ struct DoneMessage {
   // The handler's slow-down factor when it reported (1: full speed, or not slowed; > 0): what
   // its time is against its processor's usual one.
   double speed = 1.0;
+  // Non-empty: the handler would not run the task, and why (its working set is over the
+  // handler's memory budget); no outputs. The manager logs it and sends the task again.
+  std::string refused = "";
 };
 Value EncodeDoneMessage(const DoneMessage& m);
 Result<DoneMessage> DecodeDoneMessage(const Value& v);

@@ -56,9 +56,12 @@ struct HandlerFigures {
   double idle_ratio = 0;
   double speed = 1;
   int64_t crashes = 0;
-  int64_t missing_inputs = 0;  // tasks not run for a missing input (reported to the manager)
-  int64_t bad_tuples = 0;      // undecodable task tuples
-  int64_t reused = 0;          // resent tasks whose outputs were in the space already
+  int64_t missing_inputs = 0;   // tasks not run for a missing input (reported to the manager)
+  int64_t bad_tuples = 0;       // undecodable task tuples
+  int64_t reused = 0;           // resent tasks whose outputs were in the space already
+  int64_t memory_budget = 0;    // bytes it may hold of acan's data (0: no budget)
+  int64_t peak_held_bytes = 0;  // the most it held for a task: its inputs, outputs and data
+  int64_t refused = 0;          // tasks it would not run: over its budget
 };
 
 // What a run shows while it goes (the dashboard, /metrics): taken with each metrics row.

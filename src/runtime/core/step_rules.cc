@@ -18,6 +18,10 @@ ReportMeaning MeaningOf(const StepTask* t, const DoneMessage& msg) {
     return !t->dispatched || msg.attempt < t->attempt ? ReportMeaning::kStaleMissing
                                                       : ReportMeaning::kMissingInputs;
   }
+  if (!msg.refused.empty()) {
+    return !t->dispatched || msg.attempt < t->attempt ? ReportMeaning::kStaleMissing
+                                                      : ReportMeaning::kRefused;
+  }
   if (!msg.error.empty()) return ReportMeaning::kFailed;
   return ReportMeaning::kFirst;
 }

@@ -53,8 +53,9 @@ int64_t VersionToRead(nn::TaskType type, int64_t step, int64_t current);
 enum class ReportMeaning {
   kLate,           // no step in flight has the task: a late duplicate of a finished step
   kDuplicate,      // the task is done already: a second copy's
-  kStaleMissing,   // a copy older than the one in flight found inputs missing: ignored
+  kStaleMissing,   // a copy older than the one in flight found inputs missing, or was refused
   kMissingInputs,  // the copy in flight found inputs missing: bring them back, send again
+  kRefused,        // the copy in flight was refused by its handler (over its memory): send again
   kFailed,         // the task failed deterministically: the job stops with its error
   kFirst,          // done for the first time: its outputs exist, its updates are applied
 };
@@ -62,7 +63,7 @@ enum class ReportMeaning {
 ReportMeaning MeaningOf(const StepTask* t, const DoneMessage& msg);
 // Whether a report's time tells how fast its handler is (every copy that ran, the second too).
 inline bool TimesItsHandler(const DoneMessage& msg) {
-  return msg.missing.empty() && msg.error.empty();
+  return msg.missing.empty() && msg.error.empty() && msg.refused.empty();
 }
 
 // The metrics of a finished step: the sum over its metric tensors (each [mean loss, correct])

@@ -68,6 +68,9 @@ SummaryHandler ReadHandler(const json& v, const std::string& path) {
   h.missing_inputs = f.Need("missing_inputs", Int);
   h.bad_tuples = f.Need("bad_tuples", Int);
   h.reused = f.Need("reused", Int);
+  h.memory_budget = f.Maybe("memory_budget", Int).value_or(0);
+  h.peak_held_bytes = f.Maybe("peak_held_bytes", Int).value_or(0);
+  h.refused = f.Maybe("refused", Int).value_or(0);
   return h;
 }
 
@@ -373,7 +376,10 @@ void to_json(json& j, const SummaryHandler& h) {
        {"crashes", h.crashes},
        {"missing_inputs", h.missing_inputs},
        {"bad_tuples", h.bad_tuples},
-       {"reused", h.reused}};
+       {"reused", h.reused},
+       {"memory_budget", h.memory_budget},
+       {"peak_held_bytes", h.peak_held_bytes},
+       {"refused", h.refused}};
 }
 
 void to_json(json& j, const SummaryCrashes& c) {

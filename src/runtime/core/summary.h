@@ -84,6 +84,11 @@ struct SummaryHandler {
   int64_t missing_inputs = 0;
   int64_t bad_tuples = 0;
   int64_t reused = 0;
+  // Memory (absent in older files): its budget (0: none), the most it held for a task (inputs,
+  // outputs and its data set), the tasks it refused as over the budget.
+  int64_t memory_budget = 0;
+  int64_t peak_held_bytes = 0;
+  int64_t refused = 0;
 };
 
 // "crashes": in process the injected crashes; across processes, when the supervisor kills, the

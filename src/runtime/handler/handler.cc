@@ -7,6 +7,7 @@
 #include <ctime>
 #include <thread>
 
+#include "common/byte_size.h"
 #include "common/kill_point.h"
 #include "nn/executor.h"
 #include "nn/plan.h"
@@ -19,7 +20,9 @@ Handler::Handler(Space* space, Layout layout, HandlerSettings options, HandlerSt
       layout_(std::move(layout)),
       options_(std::move(options)),
       stats_(stats),
-      env_(options_.env ? options_.env : Env::Default()) {}
+      env_(options_.env ? options_.env : Env::Default()) {
+  stats_->memory_budget.store(options_.memory);
+}
 
 std::vector<Pattern> Handler::Patterns() const {
   if (options_.capabilities.empty()) return {layout_.AnyTaskPattern()};
@@ -195,9 +198,28 @@ bool Handler::AlreadyDone(const TaskMessage& m) {
   return true;
 }
 
+int64_t HeldFor(const nn::TaskSpec& task, int64_t data_bytes) {
+  return int64_t(sizeof(float)) * nn::TaskWork(task) + data_bytes;
+}
+
 Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
                                   const std::atomic<bool>& stop) {
   const auto taken = Clock::now();
+  const int64_t held = HeldFor(m.spec, options_.data_bytes);
+  if (options_.memory > 0 && held > options_.memory) {
+    // Over this handler's budget: refused with why, before anything of it is read.
+    stats_->refused.fetch_add(1);
+    DoneMessage refusal{m.attempt, options_.id, 0, "", {}};
+    refusal.refused = fmt::format(
+        "task '{}' needs {} for its inputs and outputs{}, over handler {}'s memory budget of {}",
+        m.spec.key, HumanBytes(double(held - options_.data_bytes)),
+        options_.data_bytes > 0 ? " and " + HumanBytes(double(options_.data_bytes)) + " of data"
+                                : std::string(),
+        options_.id, HumanBytes(double(options_.memory)));
+    Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(refusal));
+    if (pre_claimed) (void)space_->Erase(layout_.Claim(m.spec.key, options_.id));
+    return put.IsCancelled() ? Outcome::kLost : Outcome::kDone;
+  }
   if (AlreadyDone(m)) {
     stats_->reused.fetch_add(1);
     DoneMessage done{m.attempt, options_.id, 0, "", {}};
@@ -296,6 +318,15 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   context.kernel_ns = &kernel_ns;
   Status s = env_->ExecuteTask(m.spec, spans, &outputs, context);
   KillPoint("kernel");
+  {
+    // What it held, counted from the values in hand (not from the plan): inputs, outputs, data.
+    int64_t in_hand = options_.data_bytes;
+    for (const Value& v : inputs) in_hand += int64_t(v.size());
+    for (const std::vector<float>& o : outputs) in_hand += int64_t(o.size() * sizeof(float));
+    for (int64_t peak = stats_->peak_held.load(); in_hand > peak;) {
+      if (stats_->peak_held.compare_exchange_weak(peak, in_hand)) break;
+    }
+  }
   if (claim_lost) return Outcome::kLost;
   const double cpu_ms = options_.trace ? ThreadCpuMs() - cpu0 : 0;
   Smooth(&exec_ns_[op], double(kernel_ns));
@@ -377,6 +408,9 @@ HandlerFigures ReportOf(int id, const HandlerStats& st) {
   r.missing_inputs = st.missing_inputs.load();
   r.bad_tuples = st.bad_tuples.load();
   r.reused = st.reused.load();
+  r.memory_budget = st.memory_budget.load();
+  r.peak_held_bytes = st.peak_held.load();
+  r.refused = st.refused.load();
   return r;
 }
 

@@ -45,6 +45,9 @@ struct HandlerStats {
   std::atomic<int64_t> missing_inputs{0};    // tasks not run for a missing input (reported)
   std::atomic<int64_t> bad_tuples{0};        // undecodable task tuples
   std::atomic<int64_t> reused{0};            // resent tasks reported done from outputs in the space
+  std::atomic<int64_t> refused{0};           // tasks refused: over the memory budget
+  std::atomic<int64_t> peak_held{0};         // bytes held for a task at most (HeldFor)
+  std::atomic<int64_t> memory_budget{0};     // its budget (0: none)
   std::atomic<double> speed{1.0};            // current slow-down factor (1 = full speed)
   std::atomic<int64_t> first_task_at_ns{0};  // Clock time its first task completed; 0: none yet
 };
@@ -75,7 +78,16 @@ struct HandlerSettings {
   // Called once a task's report is in the space, with its kernel's time (0: done from outputs
   // already there) and the slow-down it ran at: what an observer of redos sees. Null: nothing.
   std::function<void(const std::string& task_key, int64_t exec_ns, double speed)> on_reported;
+  // What this handler may hold of acan's data, in bytes (0: no budget): a task whose inputs and
+  // outputs, with `data_bytes`, would pass it is refused (reported to the manager with why), never
+  // run into an out-of-memory death.
+  int64_t memory = 0;
+  // Bytes this handler holds whatever the task: the data set it makes its inputs from.
+  int64_t data_bytes = 0;
 };
+
+// Bytes a handler holds while it runs `task`: its inputs and outputs, and what it always holds.
+int64_t HeldFor(const nn::TaskSpec& task, int64_t data_bytes);
 
 // A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
 HandlerFigures ReportOf(int id, const HandlerStats& stats);

@@ -187,6 +187,9 @@ class Manager {
   AuditBatch audit_batch_;
   int64_t audited_step_ticket_ = 0;  // the last versions record: written before the next is made
   std::set<int> handlers_seen_;
+  std::set<int> refusing_handlers_;  // handlers whose refusal was logged (once each)
+  // Refusals in a row after which a task no live handler holds ends the job.
+  static constexpr int kMaxRefusals = 64;
 
   Space* raw_space_;  // the lease's
   Layout layout_;

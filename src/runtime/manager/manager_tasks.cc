@@ -125,6 +125,22 @@ Status Manager::OnDone(const Tuple& tuple) {
       return Status::Ok();
     case ReportMeaning::kMissingInputs:
       return OnMissingInputs(*st_in_flight, *in_flight, msg->missing);
+    case ReportMeaning::kRefused: {
+      // Its handler cannot hold it: another may. A task no live handler will take ends the job
+      // with why, never a loop (the tiles were cut for the budgets known at set-up).
+      if (++in_flight->refusals > kMaxRefusals) {
+        return Status::ResourceExhausted(fmt::format(
+            "task '{}' was refused {} times in a row, last by handler {}: {}; no live handler's "
+            "memory budget holds it (give the handlers more memory, or start the job with the "
+            "smallest budget among them so that its tiles are cut to fit)",
+            task_key, in_flight->refusals, msg->handler, msg->refused));
+      }
+      if (refusing_handlers_.insert(msg->handler).second) {
+        spdlog::warn("manager: handler {} refused task '{}': {}; sent again", msg->handler,
+                     task_key, msg->refused);
+      }
+      return Dispatch(*st_in_flight, *in_flight, "refused");
+    }
     case ReportMeaning::kFailed:
       return Status::FailedPrecondition(
           fmt::format("task '{}' failed on handler {}: {}", task_key, msg->handler, msg->error));

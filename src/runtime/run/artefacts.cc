@@ -138,7 +138,10 @@ RunSummary MakeSummary(const JobConfig& job, const RunOptions& options, const Ru
                               .crashes = h.crashes,
                               .missing_inputs = h.missing_inputs,
                               .bad_tuples = h.bad_tuples,
-                              .reused = h.reused});
+                              .reused = h.reused,
+                              .memory_budget = h.memory_budget,
+                              .peak_held_bytes = h.peak_held_bytes,
+                              .refused = h.refused});
     crashes.handlers += h.crashes;
   }
   crashes.manager = run.manager_crashes;

@@ -14,6 +14,7 @@
 #include "nn/plan.h"
 #include "runtime/audit/audit.h"
 #include "runtime/chaos/crashable_space.h"
+#include "runtime/core/budget.h"
 #include "runtime/core/decimated.h"
 #include "runtime/handler/handler.h"
 #include "runtime/manager/manager.h"
@@ -73,11 +74,21 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
   if (hooks.wrap_space) space = hooks.wrap_space(std::move(space));
   ACAN_ASSIGN_OR_RETURN(Key token, Key::Parse(options.job_token));
   Layout layout(token.str());
-  // A tiles job's shards are its tiles: their edge is the run's task size, chosen once.
+  // A tiles job's shards are its tiles: their edge is the run's task size, chosen once, so that
+  // every task fits the smallest handler budget.
   int64_t task_size = options.task_size;
-  if (job.partition.strategy == Strategy::kTiles && task_size <= 0 &&
-      job.partition.task_size == 0 && options.adapt_task_size) {
-    task_size = InitialTaskSize(job.model.layers, true, job.train.batch);
+  {
+    const int64_t smallest = SmallestBudget(options.handler_memory);
+    const int64_t fixed = task_size > 0 ? task_size : job.partition.task_size;
+    const bool tiles = job.partition.strategy == Strategy::kTiles;
+    const int64_t start = options.adapt_task_size || smallest > 0
+                              ? InitialTaskSize(job.model.layers, tiles, job.train.batch)
+                              : 0;
+    if (smallest > 0 || (tiles && fixed == 0 && options.adapt_task_size)) {
+      ACAN_ASSIGN_OR_RETURN(TaskFit fit,
+                            FitTasks(job, job.train.batch, fixed, start, smallest, /*data=*/0));
+      if (tiles) task_size = fit.task_size;
+    }
   }
   ACAN_RETURN_IF_ERROR(
       Manager::InitJob(space.get(), layout, job, init, nullptr, nullptr, nullptr, task_size));
@@ -97,6 +108,8 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     ho.pouch = &pouch;
     ho.trace = options.trace.get();
     ho.buffers = buffers;
+    if (!options.handler_memory.empty())
+      ho.memory = options.handler_memory[h % options.handler_memory.size()];
     if (hooks.crash_in_task_every > 0) {
       crash_in_task.push_back(std::make_unique<CrashInTask>(hooks.crash_in_task_every));
     }

@@ -41,6 +41,11 @@ struct RunOptions {
   // each bind their handlers to the first CPUs would pile up there (`acan train` turns it on).
   bool pin_handlers = false;
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
+  // Memory budgets in bytes (0 or empty: none), the handlers' cycled over handlers: a handler
+  // refuses a task that would pass its own, and a tiles job whose task size is left to the
+  // runtime is cut so that every task fits the smallest (runtime/core/budget.h).
+  std::vector<int64_t> handler_memory;
+  int64_t manager_memory = 0;
   // A copy of a task the window waits on for a faster idle handler when a slow one holds it
   // (runtime/core/straggler.h; off by default: time bought with the slow copy's work).
   bool speculate = false;

@@ -1,0 +1,84 @@
+#include "runtime/core/budget.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/byte_size.h"
+#include "nn/executor.h"
+
+namespace acan::runtime {
+
+int64_t SmallestBudget(const std::vector<int64_t>& budgets) {
+  int64_t smallest = 0;
+  for (int64_t b : budgets) {
+    if (b > 0 && (smallest == 0 || b < smallest)) smallest = b;
+  }
+  return smallest;
+}
+
+TaskFit LargestTask(const nn::Plan& plan, int64_t rows) {
+  TaskFit fit;
+  fit.task_size = plan.task_size();
+  for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
+    const int64_t bytes = int64_t(sizeof(float)) * nn::TaskWork(t);
+    if (bytes > fit.largest_bytes) {
+      fit.largest_bytes = bytes;
+      fit.largest_task = t.key;
+    }
+  }
+  return fit;
+}
+
+namespace {
+
+// The widest layer: the one a too-small budget is about.
+std::string WidestLayer(const JobConfig& job) {
+  const auto& w = job.model.layers;
+  size_t best = 0;
+  for (size_t l = 1; l + 1 < w.size(); ++l) {
+    if (w[l] * w[l + 1] > w[best] * w[best + 1]) best = l;
+  }
+  return fmt::format("layer {} ({} x {}, {} of weights)", best, w[best + 1], w[best],
+                     HumanBytes(4.0 * double(w[best]) * double(w[best + 1])));
+}
+
+}  // namespace
+
+Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, int64_t start,
+                         int64_t budget, int64_t data_bytes) {
+  const bool tiles = job.partition.strategy == Strategy::kTiles;
+  auto at = [&](int64_t size) -> Result<TaskFit> {
+    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, size));
+    return LargestTask(plan, rows);
+  };
+  const int64_t room = budget - data_bytes;
+  auto fits = [&](const TaskFit& f) { return budget <= 0 || f.largest_bytes <= room; };
+  auto too_small = [&](const TaskFit& f, const std::string& cut) {
+    return Status::InvalidArgument(fmt::format(
+        "a handler memory budget of {} cannot hold a task of {}: {}, its largest task '{}' "
+        "needs {} for its inputs and outputs{}",
+        FormatByteSize(budget), WidestLayer(job), cut, f.largest_task,
+        HumanBytes(double(f.largest_bytes)),
+        data_bytes > 0 ? fmt::format(", on top of the {} of data a handler holds",
+                                     HumanBytes(double(data_bytes)))
+                       : std::string()));
+  };
+  if (!tiles || task_size > 0 || budget <= 0) {
+    ACAN_ASSIGN_OR_RETURN(TaskFit f, at(task_size > 0 ? task_size : (tiles ? start : -1)));
+    if (fits(f)) return f;
+    return too_small(f, tiles ? fmt::format("at tiles of {}", f.task_size)
+                              : fmt::format("with strategy \"{}\" (only \"tiles\" cuts a layer)",
+                                            ToString(job.partition.strategy)));
+  }
+  // Tiles cut by the runtime: the largest edge that fits, in steps of an eighth.
+  for (int64_t edge = std::max(start, kMinTileEdge);; edge = std::max(kMinTileEdge, edge * 7 / 8)) {
+    ACAN_ASSIGN_OR_RETURN(TaskFit f, at(edge));
+    if (fits(f)) return f;
+    if (edge == kMinTileEdge) {
+      return too_small(f, fmt::format("cut to the smallest tiles, {} x {}", edge, edge));
+    }
+  }
+}
+
+}  // namespace acan::runtime

@@ -1,0 +1,38 @@
+// Memory budgets: what a task holds on its handler, and how a tiles job is cut so that every task
+// fits the smallest handler budget. Pure functions of the job: no space, no clock. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acan/job.h"
+#include "acan/status.h"
+#include "nn/plan.h"
+
+namespace acan::runtime {
+
+// The smallest tile edge the tiles strategy is cut to.
+inline constexpr int64_t kMinTileEdge = 8;
+
+struct TaskFit {
+  int64_t task_size = 0;      // the plan's task size (the tile edge for tiles)
+  int64_t largest_bytes = 0;  // the largest task's inputs and outputs, in bytes
+  std::string largest_task;   // its key (a step-0 task)
+};
+
+// The smallest of the budgets given (0: none given, or all 0).
+int64_t SmallestBudget(const std::vector<int64_t>& budgets);
+
+// The largest task of `plan` for a mini-batch of `rows` rows.
+TaskFit LargestTask(const nn::Plan& plan, int64_t rows);
+
+// The task size a job runs at so that each task's inputs and outputs, with `data_bytes` a handler
+// holds besides, fit `budget` bytes (0: no budget, `task_size` as given). `task_size` > 0 is the
+// one the job or the run fixed: it is checked, never changed. 0 (tiles, chosen by the runtime):
+// the largest edge, from `start` down, whose tasks fit. InvalidArgument when nothing fits, naming
+// the layer, the smallest task the job can be cut to and the budget.
+Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, int64_t start,
+                         int64_t budget, int64_t data_bytes);
+
+}  // namespace acan::runtime

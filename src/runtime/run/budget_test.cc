@@ -1,0 +1,139 @@
+// Memory budgets in process: a tiles job cut so that every task fits the smallest handler budget,
+// each handler holding at most its own (counted: each task's inputs and outputs), the weights
+// bitwise the reference trainer's at the task size the run chose; a budget nothing fits, refused
+// at start; a handler refusing a task over its budget instead of running it.
+#include "runtime/core/budget.h"
+
+#include <gtest/gtest.h>
+
+#include "acan/space.h"
+#include "common/byte_size.h"
+#include "nn/executor.h"
+#include "nn/trainer.h"
+#include "runtime/core/messages.h"
+#include "runtime/handler/handler.h"
+#include "runtime/testing/watched_run.h"
+
+namespace acan::runtime {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// A 2048 x 1024 layer: 8 MiB of weights, 16 with its velocity.
+JobConfig WideJob() { return ClassifierJob("64, 1024, 2048, 10", 16, "tiles", 0, 160, 2); }
+
+std::string ReferenceAt(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+                        int64_t task_size) {
+  auto trainer = nn::ReferenceTrainer::Create(job, init, data, task_size);
+  EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
+  EXPECT_TRUE((*trainer)->Train().ok());
+  return nn::ModelSha256((*trainer)->CurrentModel());
+}
+
+TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheReferences) {
+  const JobConfig job = WideJob();
+  const nn::Dataset data = *nn::LoadDataset(job);
+  const nn::Model init = *nn::InitialModel(job);
+  RunOptions o;
+  o.handlers = 3;
+  o.handler_memory = {kMiB / 2, kMiB, 2 * kMiB};  // budgets that differ, all under the layer
+  auto r = RunWatched(job, data, init, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->progress.total_steps, 20);
+  const int64_t edge = r->progress.task_size;
+  // Cut for the smallest budget: no tile of the wide layer is even a quarter of it.
+  EXPECT_GE(edge, kMinTileEdge);
+  EXPECT_LT(edge, 256) << "tiles of " << edge;
+  nn::Plan plan = *nn::Plan::Create(job, edge, data.rows);
+  int64_t largest_shard = 0;
+  for (const nn::ShardSpec& s : plan.shards()) largest_shard = std::max(largest_shard, s.Size());
+  EXPECT_GE(int64_t{4} * 2048 * 1024, 4 * 2 * kMiB);  // the layer is 4x the largest budget
+  EXPECT_LE(int64_t{4} * largest_shard, kMiB / 8);    // and none of its tiles near any
+  ASSERT_EQ(r->handlers.size(), 3u);
+  for (const HandlerFigures& h : r->handlers) {
+    SCOPED_TRACE("handler " + std::to_string(h.id));
+    EXPECT_EQ(h.memory_budget, o.handler_memory[h.id]);
+    EXPECT_GT(h.tasks, 0) << "every handler gets work";
+    EXPECT_GT(h.peak_held_bytes, 0);
+    EXPECT_LE(h.peak_held_bytes, h.memory_budget);
+    EXPECT_EQ(h.refused, 0);
+  }
+  // Left to the cache-sized default, the tiles would not have fitted the smallest budget.
+  const int64_t free_edge = InitialTaskSize(job.model.layers, true, job.train.batch);
+  EXPECT_GT(
+      LargestTask(*nn::Plan::Create(job, free_edge, data.rows), job.train.batch).largest_bytes,
+      kMiB / 2)
+      << "tiles of " << free_edge;
+  EXPECT_EQ(nn::ModelSha256(r->model), ReferenceAt(job, data, init, edge));
+}
+
+TEST(MemoryBudgetTest, ABudgetNoTaskFitsIsRefusedAtStartNamingTheLayer) {
+  const JobConfig job = WideJob();
+  const nn::Dataset data = *nn::LoadDataset(job);
+  const nn::Model init = *nn::InitialModel(job);
+  RunOptions o;
+  o.handlers = 2;
+  o.handler_memory = {2 * kMiB, 4 << 10};
+  auto r = RunJob(job, data, init, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("4KiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("layer 1 (2048 x 1024"), std::string::npos) << m;
+  EXPECT_NE(m.find("its largest task '"), std::string::npos) << m;
+
+  // The data strategy holds the whole model in a task: a budget under it is refused as well.
+  JobConfig data_job = ClassifierJob("64, 1024, 2048, 10", 16, "data", 0, 160, 2);
+  o.handler_memory = {2 * kMiB};
+  r = RunJob(data_job, data, init, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("only \"tiles\" cuts a layer"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(MemoryBudgetTest, AHandlerRefusesATaskOverItsBudgetAndSaysWhy) {
+  const JobConfig job = WideJob();
+  nn::Plan plan = *nn::Plan::Create(job, 512, 160);
+  nn::TaskSpec big;
+  for (const nn::TaskSpec& t : plan.StepTasks(0, 16)) {
+    // An update of a 512 x 512 tile: 5 tiles (weight, gradient, velocity in; two out), 5 MiB.
+    if (t.op == nn::TaskOp::kUpdate && t.r1 - t.r0 == 512 && t.c1 - t.c0 == 512) big = t;
+  }
+  ASSERT_FALSE(big.key.empty());
+  auto space = *OpenSpace("mem:");
+  Layout layout("job");
+  ASSERT_TRUE(space
+                  ->Put(layout.Task(big.type, big.key),
+                        EncodeTaskMessage(1, big.inputs, nn::EncodeTask(big), 1000000000))
+                  .ok());
+  HandlerStats stats;
+  HandlerSettings ho;
+  ho.id = 7;
+  ho.memory = kMiB;
+  int taken = 0;
+  ho.until = [&] { return ++taken > 1; };
+  Handler handler(space.get(), layout, ho, &stats);
+  std::atomic<bool> stop{false};
+  handler.Run(stop);
+  auto report = space->Read(layout.Done(big.key));
+  ASSERT_TRUE(report.ok() && report->has_value());
+  auto done = DecodeDoneMessage((*report)->value);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->handler, 7);
+  EXPECT_TRUE(done->missing.empty()) << done->missing.size() << " missing";
+  EXPECT_EQ(done->error, "");
+  EXPECT_NE(done->refused.find("over handler 7's memory budget of 1.00 MiB"), std::string::npos)
+      << done->refused;
+  EXPECT_EQ(stats.refused.load(), 1);
+  EXPECT_EQ(stats.tasks.load(), 0);
+  EXPECT_EQ(stats.peak_held.load(), 0) << "nothing of the task was read";
+  // No output was written: only the task's report.
+  for (const std::string& out : big.outputs) {
+    auto o = space->Read(layout.Output(out, big.step));
+    ASSERT_TRUE(o.ok());
+    EXPECT_FALSE(o->has_value()) << out;
+  }
+}
+
+}  // namespace
+}  // namespace acan::runtime
