@@ -53,6 +53,10 @@ struct HandlerOptions {
   // Once it has announced itself in the job's space, before its first take: the incarnation this
   // run of the handler is (from then on the manager knows it, and a stop is a clean leave).
   std::function<void(int64_t incarnation)> on_joined;
+  // What it may hold of acan's data, in bytes (0: the job's [runtime] handler_memory for this id;
+  // none when the job names none): a task whose inputs and outputs, with the data it makes its
+  // inputs from, would pass it is refused with why (the manager sends it again), never run.
+  int64_t memory = 0;
 };
 
 struct HandlerReport {

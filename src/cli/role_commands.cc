@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/roles.h"
 #include "cli/run_support.h"
+#include "common/byte_size.h"
 #include "runtime/core/summary.h"
 #include "runtime/run/artefacts.h"
 
@@ -184,6 +185,7 @@ struct HandlerArgs {
   bool quiet = false;
   int metrics_port = -1;
   std::string data_cache;
+  std::string memory;
 };
 
 // The handler's slow-down, set by SIGRTMIN with a value (sigqueue: the slow-down times 1000):
@@ -219,6 +221,13 @@ int RunHandlerCommand(const HandlerArgs& a) {
   o.data_cache = a.data_cache;
   o.stop = signals.token();
   o.metrics_port = a.metrics_port;
+  if (!a.memory.empty()) {
+    Result<int64_t> memory = ParseByteSize(a.memory);
+    if (!memory.ok()) {
+      return Fail(Status::InvalidArgument("--memory: " + std::string(memory.status().message())));
+    }
+    o.memory = *memory;
+  }
   o.on_serving = [](const std::string& url) {
     std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
   };
@@ -304,6 +313,10 @@ void AddHandlerCommand(CLI::App& app, int* exit_code) {
                   "Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port, "
                   "printed)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--memory", a->memory,
+                  "What it may hold of acan's data (tensors, task inputs and outputs, its copy of "
+                  "the data), e.g. 16MiB: a task over it is refused with why and sent to another "
+                  "handler (default: the job's [runtime] handler_memory for this id, else none)");
   cmd->callback([a, exit_code] { *exit_code = RunHandlerCommand(*a); });
 }
 

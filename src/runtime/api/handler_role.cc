@@ -146,7 +146,17 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   }
   ACAN_ASSIGN_OR_RETURN(std::unique_ptr<LocalData> local,
                         JoinJob(space, layout, options.stop, options.poll, options.data_cache));
-  if (local) ho.local_inputs = local->inputs.get();
+  if (local) {
+    ho.local_inputs = local->inputs.get();
+    ho.data_bytes = int64_t(sizeof(float)) *
+                    int64_t(local->data.Features().size() + local->data.Targets().size());
+  }
+  ho.memory = options.memory;
+  if (ho.memory == 0 && local && !local->job.runtime.handler_memory.empty()) {
+    const auto& budgets = local->job.runtime.handler_memory;
+    ho.memory = budgets[size_t(options.id) % budgets.size()];
+  }
+  if (ho.memory < 0) return Status::InvalidArgument("handler memory must be >= 0");
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;

@@ -21,6 +21,7 @@
 #include "runtime/api/roles_internal.h"
 #include "runtime/api/training.h"
 #include "runtime/audit/audit.h"
+#include "runtime/core/budget.h"
 #include "runtime/manager/grain.h"
 #include "runtime/manager/manager.h"
 #include "runtime/run/artefacts.h"
@@ -91,10 +92,21 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     effective.partition.task_size = g.steps;
     report.grain = {g.steps, g.step_ms, g.move_ms};
   }
-  // A tiles job's shards are its tiles: their edge is chosen once, and is the job's as made.
-  if (!exists && job.partition.strategy == Strategy::kTiles && job.partition.task_size == 0) {
-    effective.partition.task_size =
-        runtime::InitialTaskSize(job.model.layers, true, job.train.batch);
+  // A tiles job's shards are its tiles: their edge is chosen once, so that every task fits the
+  // smallest handler budget with the data a handler holds, and is the job's as made.
+  const bool tiles = job.partition.strategy == Strategy::kTiles;
+  const int64_t smallest = runtime::SmallestBudget(job.runtime.handler_memory);
+  if (!exists && (smallest > 0 || (tiles && job.partition.task_size == 0))) {
+    const int64_t data_bytes =
+        options.handlers_read_data
+            ? int64_t(sizeof(float)) * int64_t(data.Features().size() + data.Targets().size())
+            : 0;
+    ACAN_ASSIGN_OR_RETURN(
+        runtime::TaskFit fit,
+        runtime::FitTasks(job, job.train.batch, job.partition.task_size,
+                          runtime::InitialTaskSize(job.model.layers, tiles, job.train.batch),
+                          smallest, data_bytes));
+    if (tiles) effective.partition.task_size = fit.task_size;
   }
   runtime::JobDescriptor descriptor;
   descriptor.job_toml = ToToml(effective);
