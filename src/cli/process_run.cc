@@ -31,6 +31,7 @@
 #include "runtime/run/artefacts.h"
 #include "runtime/state/lease.h"
 #include "runtime/state/liveness.h"
+#include "runtime/state/local_inputs.h"
 #include "runtime/testing/version_oracle.h"
 #include "runtime/view/live_view.h"
 #include "runtime/view/process_view.h"
@@ -421,8 +422,16 @@ Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunS
   auto stats = spaces.watched->Stats();
   summary.space_at_end = runtime::SummarySpaceAtEnd{int64_t(stats.tuples), int64_t(stats.bytes)};
   if (const nats::NatsSpace* watched = spaces.nats()) {
-    // Shards do not depend on the task size or the rows: any plan of the job names them.
-    Status verdict = watch.oracle.CheckJob(job, -1, 0, summary.steps);
+    // The shards of the job as its manager made it: a tiles job's are its tiles, whose edge the
+    // manager chose (the descriptor's task size); the other strategies' are the tensors.
+    int64_t task_size = -1;
+    if (auto made = spaces.watched->Read(watch.layout.JobDescriptor()); made.ok() && *made) {
+      if (auto d = runtime::DecodeJobDescriptor((*made)->value); d.ok()) {
+        if (auto as_made = ParseJobString(d->job_toml, "the job's descriptor"); as_made.ok())
+          task_size = as_made->partition.task_size;
+      }
+    }
+    Status verdict = watch.oracle.CheckJob(job, task_size, 0, summary.steps);
     const uint64_t dropped = watched->watch_dropped(), chunked = watched->watch_chunked();
     if (verdict.ok() && (dropped > 0 || chunked > 0)) {
       verdict = Status::Unavailable(

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "acan/worker.h"
+#include "common/byte_size.h"
 #include "common/kill_point.h"
 #include "common/thread_annotations.h"
 #include "nn/dataset.h"
@@ -107,6 +108,12 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
                           runtime::InitialTaskSize(job.model.layers, tiles, job.train.batch),
                           smallest, data_bytes));
     if (tiles) effective.partition.task_size = fit.task_size;
+    if (smallest > 0) {
+      spdlog::info("job '{}': tiles of {}; its largest task, '{}', holds {} of the smallest "
+                   "handler budget, {}",
+                   layout.job(), fit.task_size, fit.largest_task, HumanBytes(double(fit.largest_bytes)),
+                   HumanBytes(double(smallest)));
+    }
   }
   runtime::JobDescriptor descriptor;
   descriptor.job_toml = ToToml(effective);

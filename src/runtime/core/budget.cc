@@ -17,11 +17,18 @@ int64_t SmallestBudget(const std::vector<int64_t>& budgets) {
   return smallest;
 }
 
+int64_t TaskHoldBytes(const nn::TaskSpec& task) {
+  int64_t largest = 0;
+  for (int64_t n : nn::InputSizes(task)) largest = std::max(largest, n);
+  for (int64_t n : nn::OutputSizes(task)) largest = std::max(largest, n);
+  return int64_t(sizeof(float)) * (nn::TaskWork(task) + 3 * largest);
+}
+
 TaskFit LargestTask(const nn::Plan& plan, int64_t rows) {
   TaskFit fit;
   fit.task_size = plan.task_size();
   for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
-    const int64_t bytes = int64_t(sizeof(float)) * nn::TaskWork(t);
+    const int64_t bytes = TaskHoldBytes(t);
     if (bytes > fit.largest_bytes) {
       fit.largest_bytes = bytes;
       fit.largest_task = t.key;
@@ -57,7 +64,7 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
   auto too_small = [&](const TaskFit& f, const std::string& cut) {
     return Status::InvalidArgument(fmt::format(
         "a handler memory budget of {} cannot hold a task of {}: {}, its largest task '{}' "
-        "needs {} for its inputs and outputs{}",
+        "needs {} for its inputs and outputs in hand and in flight{}",
         FormatByteSize(budget), WidestLayer(job), cut, f.largest_task,
         HumanBytes(double(f.largest_bytes)),
         data_bytes > 0 ? fmt::format(", on top of the {} of data a handler holds",

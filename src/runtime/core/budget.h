@@ -15,9 +15,15 @@ namespace acan::runtime {
 // The smallest tile edge the tiles strategy is cut to.
 inline constexpr int64_t kMinTileEdge = 8;
 
+// Bytes a handler holds to run `task`: its inputs and outputs, and room for three more copies of
+// its largest tensor: one on its way in while the space's client still holds the message, one
+// on its way out in the client's write buffer (over NATS both exist while the task is in hand),
+// and BLAS's packed copy of a weight tile (OpenBLAS packs the whole k x n operand it multiplies).
+int64_t TaskHoldBytes(const nn::TaskSpec& task);
+
 struct TaskFit {
   int64_t task_size = 0;      // the plan's task size (the tile edge for tiles)
-  int64_t largest_bytes = 0;  // the largest task's inputs and outputs, in bytes
+  int64_t largest_bytes = 0;  // the largest task's TaskHoldBytes
   std::string largest_task;   // its key (a step-0 task)
 };
 

@@ -9,6 +9,7 @@
 
 #include "common/byte_size.h"
 #include "common/kill_point.h"
+#include "runtime/core/budget.h"
 #include "nn/executor.h"
 #include "nn/plan.h"
 #include "runtime/core/messages.h"
@@ -198,20 +199,17 @@ bool Handler::AlreadyDone(const TaskMessage& m) {
   return true;
 }
 
-int64_t HeldFor(const nn::TaskSpec& task, int64_t data_bytes) {
-  return int64_t(sizeof(float)) * nn::TaskWork(task) + data_bytes;
-}
-
 Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
                                   const std::atomic<bool>& stop) {
   const auto taken = Clock::now();
-  const int64_t held = HeldFor(m.spec, options_.data_bytes);
+  const int64_t held = TaskHoldBytes(m.spec) + options_.data_bytes;
   if (options_.memory > 0 && held > options_.memory) {
     // Over this handler's budget: refused with why, before anything of it is read.
     stats_->refused.fetch_add(1);
     DoneMessage refusal{m.attempt, options_.id, 0, "", {}};
     refusal.refused = fmt::format(
-        "task '{}' needs {} for its inputs and outputs{}, over handler {}'s memory budget of {}",
+        "task '{}' needs {} for its inputs and outputs in hand and in flight{}, over handler "
+        "{}'s memory budget of {}",
         m.spec.key, HumanBytes(double(held - options_.data_bytes)),
         options_.data_bytes > 0 ? " and " + HumanBytes(double(options_.data_bytes)) + " of data"
                                 : std::string(),

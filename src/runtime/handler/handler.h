@@ -86,8 +86,7 @@ struct HandlerSettings {
   int64_t data_bytes = 0;
 };
 
-// Bytes a handler holds while it runs `task`: its inputs and outputs, and what it always holds.
-int64_t HeldFor(const nn::TaskSpec& task, int64_t data_bytes);
+
 
 // A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
 HandlerFigures ReportOf(int id, const HandlerStats& stats);
