@@ -109,10 +109,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
                           smallest, data_bytes));
     if (tiles) effective.partition.task_size = fit.task_size;
     if (smallest > 0) {
-      spdlog::info("job '{}': tiles of {}; its largest task, '{}', holds {} of the smallest "
-                   "handler budget, {}",
-                   layout.job(), fit.task_size, fit.largest_task, HumanBytes(double(fit.largest_bytes)),
-                   HumanBytes(double(smallest)));
+      spdlog::info(
+          "job '{}': tiles of {}; its largest task, '{}', holds {} of the smallest "
+          "handler budget, {}",
+          layout.job(), fit.task_size, fit.largest_task, HumanBytes(double(fit.largest_bytes)),
+          HumanBytes(double(smallest)));
     }
   }
   runtime::JobDescriptor descriptor;

@@ -59,7 +59,7 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
     ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, size));
     return LargestTask(plan, rows);
   };
-  const int64_t room = budget - data_bytes;
+  const int64_t room = budget - data_bytes - kWorkspaceBytes;
   auto fits = [&](const TaskFit& f) { return budget <= 0 || f.largest_bytes <= room; };
   auto too_small = [&](const TaskFit& f, const std::string& cut) {
     return Status::InvalidArgument(fmt::format(
@@ -67,9 +67,11 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
         "needs {} for its inputs and outputs in hand and in flight{}",
         FormatByteSize(budget), WidestLayer(job), cut, f.largest_task,
         HumanBytes(double(f.largest_bytes)),
-        data_bytes > 0 ? fmt::format(", on top of the {} of data a handler holds",
-                                     HumanBytes(double(data_bytes)))
-                       : std::string()));
+        data_bytes > 0
+            ? fmt::format(", on top of the {} of data and {} of workspace a handler holds",
+                          HumanBytes(double(data_bytes)), HumanBytes(double(kWorkspaceBytes)))
+            : fmt::format(", on top of the {} of workspace a handler holds",
+                          HumanBytes(double(kWorkspaceBytes)))));
   };
   if (!tiles || task_size > 0 || budget <= 0) {
     ACAN_ASSIGN_OR_RETURN(TaskFit f, at(task_size > 0 ? task_size : (tiles ? start : -1)));

@@ -14,6 +14,10 @@ namespace acan::runtime {
 
 // The smallest tile edge the tiles strategy is cut to.
 inline constexpr int64_t kMinTileEdge = 8;
+// What a handler holds whatever its tasks, beyond its process's baseline: BLAS's packing buffers
+// and the space client's buffers once used at a job's sizes. Measured from outside (VmHWM, a 2048
+// x 2048 layer at 4 MiB against a tiny job's handler over nats:local): 1.0-1.3 MiB.
+inline constexpr int64_t kWorkspaceBytes = int64_t{3} << 19;  // 1.5 MiB
 
 // Bytes a handler holds to run `task`: its inputs and outputs, and room for three more copies of
 // its largest tensor: one on its way in while the space's client still holds the message, one

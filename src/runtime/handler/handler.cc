@@ -9,9 +9,9 @@
 
 #include "common/byte_size.h"
 #include "common/kill_point.h"
-#include "runtime/core/budget.h"
 #include "nn/executor.h"
 #include "nn/plan.h"
+#include "runtime/core/budget.h"
 #include "runtime/core/messages.h"
 
 namespace acan::runtime {
@@ -202,7 +202,7 @@ bool Handler::AlreadyDone(const TaskMessage& m) {
 Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
                                   const std::atomic<bool>& stop) {
   const auto taken = Clock::now();
-  const int64_t held = TaskHoldBytes(m.spec) + options_.data_bytes;
+  const int64_t held = TaskHoldBytes(m.spec) + options_.data_bytes + kWorkspaceBytes;
   if (options_.memory > 0 && held > options_.memory) {
     // Over this handler's budget: refused with why, before anything of it is read.
     stats_->refused.fetch_add(1);
@@ -210,9 +210,9 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
     refusal.refused = fmt::format(
         "task '{}' needs {} for its inputs and outputs in hand and in flight{}, over handler "
         "{}'s memory budget of {}",
-        m.spec.key, HumanBytes(double(held - options_.data_bytes)),
-        options_.data_bytes > 0 ? " and " + HumanBytes(double(options_.data_bytes)) + " of data"
-                                : std::string(),
+        m.spec.key, HumanBytes(double(held - options_.data_bytes - kWorkspaceBytes)),
+        " and " + HumanBytes(double(options_.data_bytes + kWorkspaceBytes)) +
+            " of data and workspace",
         options_.id, HumanBytes(double(options_.memory)));
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(refusal));
     if (pre_claimed) (void)space_->Erase(layout_.Claim(m.spec.key, options_.id));
