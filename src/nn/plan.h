@@ -81,7 +81,8 @@ class Plan {
   const std::vector<ShardSpec>& shards() const { return shards_; }
   // Version-0 state: each shard's tensor from `model`, and zero velocities with momentum.
   std::vector<KeyedTensor> InitialState(const Model& model) const;
-  // A model from shard tensors (`get(key)` returns the shard's current values).
+  // A model from shard tensors (`get(key)` returns the shard's current values; a tile of the
+  // wrong size, such as the empty one of a failed read, is left out: zeros).
   template <typename Get>
   Model ModelFromState(Get get) const;
   // True when a step of this plan reads the state of `other`'s shards under the same keys (the
@@ -150,7 +151,9 @@ Model Plan::ModelFromState(Get get) const {
       tensor = get(s.key);
     } else {
       tensor.resize(s.tensor_shape[0] * (s.bias ? 1 : s.tensor_shape[1]));
-      s.Place(get(s.key), &tensor);
+      const std::vector<float> tile = get(s.key);
+      // One `get` could not read (it says so to its caller) gives nothing to place.
+      if (tile.size() == static_cast<size_t>(s.Size())) s.Place(tile, &tensor);
     }
   }
   return m;

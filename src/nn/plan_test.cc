@@ -367,6 +367,9 @@ TEST(PlanTest, ShardsArePerTensorExceptTilesWhichAreShardedByTile) {
   const Model back = t4.ModelFromState([&](const std::string& k) { return state.at(k); });
   EXPECT_EQ(back.weights, init.weights);
   EXPECT_EQ(back.biases, init.biases);
+  // A tile that could not be read (an empty vector) leaves zeros, never a read past its end.
+  const Model none = t4.ModelFromState([](const std::string&) { return std::vector<float>(); });
+  EXPECT_EQ(none.weights[0], std::vector<float>(9 * 7, 0.0f));
 }
 
 }  // namespace
