@@ -2,8 +2,10 @@
 # The design note's experiments as tests (ctest label "experiment"): feasibility,
 # adaptivity --quick, robustness --quick and robustness --quick --processes 3, one at a time, each
 # failing when its command exits non-zero or one of its claims (experiment.json) does not hold.
+# Then the memory budgets' test (label memory: a layer four times any handler's budget, across
+# processes, every handler's peak RSS read from /proc), alone.
 # Installs missing Debian packages and builds first (both are no-ops after scripts/test.sh).
-# About 5 minutes on 2 cores; .ci/run runs it after the README's test command.
+# About 7 minutes on 2 cores; .ci/run runs it after the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/run-ctest.sh
@@ -15,4 +17,7 @@ scripts/build.sh
 phase "the experiments and their claims (label experiment, one at a time)"
 run_ctest build/ctest-experiments.log --test-dir build --no-tests=error -L experiment \
   --output-on-failure -j1 --timeout 900
-phase "every experiment's claims hold"
+phase "memory budgets measured from outside (label memory, alone)"
+run_ctest build/ctest-memory.log --test-dir build --no-tests=error -L memory \
+  --output-on-failure -j1 --timeout 900
+phase "every experiment's claims hold, and every memory budget"
