@@ -22,6 +22,13 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // A 4096 x 1024 layer: 16 MiB of weights, 32 with its velocity.
 JobConfig WideJob() { return ClassifierJob("64, 1024, 4096, 10", 16, "tiles", 0, 160, 2); }
 
+// The wide job, its data and its initial model.
+struct Wide {
+  JobConfig job = WideJob();
+  nn::Dataset data = *nn::LoadDataset(job);
+  nn::Model init = *nn::InitialModel(job);
+};
+
 std::string ReferenceAt(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
                         int64_t task_size) {
   auto trainer = nn::ReferenceTrainer::Create(job, init, data, task_size);
@@ -31,9 +38,8 @@ std::string ReferenceAt(const JobConfig& job, const nn::Dataset& data, const nn:
 }
 
 TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheReferences) {
-  const JobConfig job = WideJob();
-  const nn::Dataset data = *nn::LoadDataset(job);
-  const nn::Model init = *nn::InitialModel(job);
+  const Wide wide;
+  const auto& [job, data, init] = wide;
   RunOptions o;
   o.handlers = 3;
   o.handler_memory = {2 * kMiB, 3 * kMiB, 4 * kMiB};  // budgets that differ, all under the layer
@@ -68,9 +74,8 @@ TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheRefe
 }
 
 TEST(MemoryBudgetTest, ABudgetNoTaskFitsIsRefusedAtStartNamingTheLayer) {
-  const JobConfig job = WideJob();
-  const nn::Dataset data = *nn::LoadDataset(job);
-  const nn::Model init = *nn::InitialModel(job);
+  const Wide wide;
+  const auto& [job, data, init] = wide;
   RunOptions o;
   o.handlers = 2;
   o.handler_memory = {2 * kMiB, 4 << 10};
