@@ -142,8 +142,7 @@ TEST(JobTest, MemoryBudgetsAreSizesAndReadBack) {
       "[model]\nlayers = [2, 3]\n[runtime]\nhandler_memory = [\"8MiB\", 16777216, \"32M\"]\n"
       "manager_memory = \"1.5GiB\"\n");
   ASSERT_TRUE(job.ok()) << job.status().ToString();
-  EXPECT_EQ(job->runtime.handler_memory,
-            (std::vector<int64_t>{8 << 20, 16 << 20, 32 << 20}));
+  EXPECT_EQ(job->runtime.handler_memory, (std::vector<int64_t>{8 << 20, 16 << 20, 32 << 20}));
   EXPECT_EQ(job->runtime.manager_memory, int64_t{3} << 29);
   Result<JobConfig> again = ParseJobString(ToToml(*job));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
@@ -153,9 +152,8 @@ TEST(JobTest, MemoryBudgetsAreSizesAndReadBack) {
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->runtime.handler_memory, (std::vector<int64_t>{16 << 20}));
 
-  Result<JobConfig> bad =
-      ParseJobString("[model]\nlayers = [2, 3]\n[runtime]\nhandler_memory = \"16 parsecs\"\n",
-                     "j.toml");
+  Result<JobConfig> bad = ParseJobString(
+      "[model]\nlayers = [2, 3]\n[runtime]\nhandler_memory = \"16 parsecs\"\n", "j.toml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("j.toml:4"), std::string::npos) << bad.status().message();
   EXPECT_NE(bad.status().message().find("runtime.handler_memory"), std::string::npos);

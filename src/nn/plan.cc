@@ -62,21 +62,21 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
   for (int l = 0; l < layers; ++l) {
     const int64_t in = p.widths_[l], out = p.widths_[l + 1];
     // Whole tensors, or (tiles) the weight's tiles row block by row block, then the bias's blocks.
-    const int64_t edge = p.strategy_ == Strategy::kTiles ? p.task_size_ : 0;
-    const int64_t nr = edge > 0 ? Blocks(out, edge) : 1, nc = edge > 0 ? Blocks(in, edge) : 1;
+    const bool tiled = p.strategy_ == Strategy::kTiles;
+    const int64_t rows = tiled ? p.task_size_ : out, cols = tiled ? p.task_size_ : in;
+    const int64_t nr = Blocks(out, rows), nc = Blocks(in, cols);
     for (bool bias : {false, true}) {
       for (int64_t r = 0; r < nr; ++r) {
         for (int64_t c = 0; c < (bias ? 1 : nc); ++c) {
           ShardSpec s;
-          s.tile = edge == 0 ? "" : T('r', r) + (bias ? "" : T('c', c));
+          s.tile = tiled ? T('r', r) + (bias ? "" : T('c', c)) : "";
           s.key = ParamKey(l, bias) + s.tile;
           s.momentum_key = p.momentum_ > 0 ? MomKey(l, bias) + s.tile : "";
           s.name = bias ? BiasName(l) : WeightName(l);
           s.layer = l;
           s.bias = bias;
-          s.r0 = r * (edge > 0 ? edge : out), s.r1 = edge > 0 ? std::min(out, s.r0 + edge) : out;
-          s.c0 = bias ? 0 : c * (edge > 0 ? edge : in);
-          s.c1 = bias ? 1 : (edge > 0 ? std::min(in, s.c0 + edge) : in);
+          s.r0 = r * rows, s.r1 = std::min(out, s.r0 + rows);
+          s.c0 = bias ? 0 : c * cols, s.c1 = bias ? 1 : std::min(in, s.c0 + cols);
           s.tensor_shape = bias ? std::vector<int64_t>{out} : std::vector<int64_t>{out, in};
           s.shape = bias ? std::vector<int64_t>{s.r1 - s.r0}
                          : std::vector<int64_t>{s.r1 - s.r0, s.c1 - s.c0};
@@ -92,7 +92,7 @@ std::vector<KeyedTensor> Plan::InitialState(const Model& model) const {
   std::vector<KeyedTensor> out;
   for (const ShardSpec& s : shards_) {
     const std::vector<float>& v = s.bias ? model.biases[s.layer] : model.weights[s.layer];
-    out.emplace_back(s.key, s.tile.empty() ? v : s.Slice(v));
+    out.emplace_back(s.key, s.Slice(v));
     if (!s.momentum_key.empty()) out.emplace_back(s.momentum_key, std::vector<float>(s.Size()));
   }
   return out;

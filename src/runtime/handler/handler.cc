@@ -202,8 +202,10 @@ bool Handler::AlreadyDone(const TaskMessage& m) {
 Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
                                   const std::atomic<bool>& stop) {
   const auto taken = Clock::now();
-  const int64_t held = TaskHoldBytes(m.spec) + options_.data_bytes + kWorkspaceBytes;
-  if (options_.memory > 0 && held > options_.memory) {
+  // Only a handler with a budget sizes its tasks (off the path of every other task).
+  const int64_t held =
+      options_.memory > 0 ? TaskHoldBytes(m.spec) + options_.data_bytes + kWorkspaceBytes : 0;
+  if (held > options_.memory) {
     // Over this handler's budget: refused with why, before anything of it is read.
     stats_->refused.fetch_add(1);
     DoneMessage refusal{m.attempt, options_.id, 0, "", {}};

@@ -86,8 +86,6 @@ struct HandlerSettings {
   int64_t data_bytes = 0;
 };
 
-
-
 // A handler's report from its counters now (idle_ratio left 0: it needs the run's wall time).
 HandlerFigures ReportOf(int id, const HandlerStats& stats);
 
