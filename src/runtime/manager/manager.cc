@@ -116,7 +116,8 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   ACAN_RETURN_IF_ERROR(AuditLease());
   if (progress_.finished) {  // a predecessor applied the last step: nothing is in flight
     if (options_.on_recovered) options_.on_recovered(env_->Now() - active_at);
-    return Status::Ok();
+    // It may have died before its job_end was in the chain (nothing follows one that is).
+    return AuditEnd();
   }
   if (options_.probe && progress_.task_ns.empty()) {
     ProbeTasks();

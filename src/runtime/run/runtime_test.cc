@@ -8,6 +8,7 @@
 
 #include "nn/model.h"
 #include "nn/trainer.h"
+#include "runtime/audit/audit.h"
 #include "runtime/run/job_runner.h"
 #include "runtime/testing/watched_run.h"
 #include "space/testing/fault_space.h"
@@ -183,6 +184,28 @@ TEST(RuntimeTest, KilledManagerIsReplacedAndTheResultIsUnchanged) {
     EXPECT_EQ(r.manager_crashes, 1);
     EXPECT_EQ(r.progress.manager_takeovers, standby ? 1 : 0);
   }
+}
+
+// A manager killed after it applied the last step, before its job_end was in the audit chain:
+// its successor finds the job finished and ends the chain, which then verifies with the model.
+TEST(RuntimeTest, AManagerKilledAfterTheLastStepLeavesTheChainEnded) {
+  Prepared setup(Job("data", 24, 2, 0));
+  auto& [job, init, data, ref] = setup;
+  RunOptions o;
+  o.handlers = 2;
+  o.lease = 100ms;
+  o.manager_restart_delay = 10ms;
+  RunHooks hooks;
+  hooks.kill_manager_after_step = 24;  // 12 steps an epoch, 2 epochs: the last one applied
+  RunResult r = RunDistributed(job, init, data, o, hooks);
+  EXPECT_EQ(nn::ModelSha256(r.model), ref.sha);
+  ASSERT_EQ(r.manager_crashes, 1) << "the manager was not killed: the test proved nothing";
+  ASSERT_FALSE(r.audit.empty());
+  EXPECT_EQ(nlohmann::json::parse(r.audit.back())["kind"], "job_end");
+  AuditVerifyOptions check;
+  check.model_sha256 = ref.sha;
+  const AuditVerdict verdict = VerifyAuditLines(r.audit, check);
+  EXPECT_TRUE(verdict.ok) << "line " << verdict.line << ": " << verdict.problem;
 }
 
 TEST(RuntimeTest, MimdHandlersRunDifferentTaskTypes) {
