@@ -16,11 +16,12 @@ int64_t Model::NumParameters() const {
 std::string WeightName(int layer) { return "layers." + std::to_string(layer) + ".weight"; }
 std::string BiasName(int layer) { return "layers." + std::to_string(layer) + ".bias"; }
 
-Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view init, uint64_t seed) {
+Result<InitialRows> InitialRows::Create(const std::vector<int64_t>& widths, std::string_view init,
+                                        uint64_t seed) {
   if (widths.size() < 2) {
     return Status::InvalidArgument("a model needs at least two widths (input, output)");
   }
-  enum { kXavier, kKaiming, kZeros } scheme;
+  Scheme scheme;
   if (init == "xavier_uniform") {
     scheme = kXavier;
   } else if (init == "kaiming_uniform") {
@@ -32,19 +33,27 @@ Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view ini
                                    "\"; use xavier_uniform | kaiming_uniform | zeros or a "
                                    ".safetensors file");
   }
+  return InitialRows(widths, scheme, seed);
+}
+
+std::vector<float> InitialRows::Next(int layer, int64_t rows) {
+  const int64_t in = widths_[layer], out = widths_[layer + 1];
+  std::vector<float> w(rows * in, 0.0f);
+  if (scheme_ != kZeros) {
+    const double fan = scheme_ == kXavier ? static_cast<double>(in + out) : in;
+    const float a = static_cast<float>(std::sqrt(6.0 / fan));
+    for (float& x : w) x = rng_.Uniform(-a, a);
+  }
+  return w;
+}
+
+Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view init, uint64_t seed) {
+  ACAN_ASSIGN_OR_RETURN(InitialRows rows, InitialRows::Create(widths, init, seed));
   Model m;
   m.widths = widths;
-  Rng rng(MixSeed(seed, 0x1417));
   for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    const int64_t in = widths[l], out = widths[l + 1];
-    std::vector<float> w(out * in, 0.0f);
-    if (scheme != kZeros) {
-      const double fan = scheme == kXavier ? static_cast<double>(in + out) : in;
-      const float a = static_cast<float>(std::sqrt(6.0 / fan));
-      for (float& x : w) x = rng.Uniform(-a, a);
-    }
-    m.weights.push_back(std::move(w));
-    m.biases.emplace_back(out, 0.0f);
+    m.weights.push_back(rows.Next(static_cast<int>(l), widths[l + 1]));
+    m.biases.emplace_back(widths[l + 1], 0.0f);
   }
   return m;
 }

@@ -107,17 +107,58 @@ bool Plan::SameShards(const Plan& other) const {
   return true;
 }
 
-std::vector<float> ShardSpec::Slice(const std::vector<float>& tensor) const {
+std::vector<float> ShardSpec::Slice(std::span<const float> rows, int64_t first_row) const {
   const int64_t ld = bias ? 1 : tensor_shape[1], cols = c1 - c0;
   std::vector<float> out(Size());
-  for (int64_t r = r0; r < r1; ++r) std::copy_n(&tensor[r * ld + c0], cols, &out[(r - r0) * cols]);
+  for (int64_t r = r0; r < r1; ++r)
+    std::copy_n(&rows[(r - first_row) * ld + c0], cols, &out[(r - r0) * cols]);
   return out;
 }
 
-void ShardSpec::Place(const std::vector<float>& shard, std::vector<float>* tensor) const {
+void ShardSpec::Place(std::span<const float> shard, std::vector<float>* rows,
+                      int64_t first_row) const {
   const int64_t ld = bias ? 1 : tensor_shape[1], cols = c1 - c0;
   for (int64_t r = r0; r < r1; ++r)
-    std::copy_n(&shard[(r - r0) * cols], cols, &(*tensor)[r * ld + c0]);
+    std::copy_n(&shard[(r - r0) * cols], cols, &(*rows)[(r - first_row) * ld + c0]);
+}
+
+std::vector<std::pair<int64_t, int64_t>> Plan::RowBlocks(int layer, bool bias) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const ShardSpec& s : shards_) {
+    if (s.layer == layer && s.bias == bias && (out.empty() || out.back().first != s.r0)) {
+      out.emplace_back(s.r0, s.r1);
+    }
+  }
+  return out;
+}
+
+std::vector<const ShardSpec*> Plan::ShardsOfBlock(int layer, bool bias, int64_t r0) const {
+  std::vector<const ShardSpec*> out;
+  for (const ShardSpec& s : shards_) {
+    if (s.layer == layer && s.bias == bias && s.r0 == r0) out.push_back(&s);
+  }
+  return out;
+}
+
+Status Plan::ForEachInitialShard(
+    InitialRows& rows,
+    const std::function<Status(const std::string&, std::vector<float>)>& emit) const {
+  // Layer by layer, the weight's row blocks in order: the order `rows` draws them in.
+  for (int l = 0; l < NumLayers(); ++l) {
+    for (bool bias : {false, true}) {
+      for (const auto& [r0, r1] : RowBlocks(l, bias)) {
+        const std::vector<float> block =
+            bias ? std::vector<float>(r1 - r0, 0.0f) : rows.Next(l, r1 - r0);
+        for (const ShardSpec* s : ShardsOfBlock(l, bias, r0)) {
+          ACAN_RETURN_IF_ERROR(emit(s->key, s->Slice(block, r0)));
+          if (!s->momentum_key.empty()) {
+            ACAN_RETURN_IF_ERROR(emit(s->momentum_key, std::vector<float>(s->Size())));
+          }
+        }
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 int64_t Plan::MicroRows(int64_t rows) const {

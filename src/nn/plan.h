@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,9 +46,10 @@ struct ShardSpec {
   int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
 
   int64_t Size() const { return (r1 - r0) * (c1 - c0); }
-  // The shard's values, from the whole tensor's (row-major), and back into it.
-  std::vector<float> Slice(const std::vector<float>& tensor) const;
-  void Place(const std::vector<float>& shard, std::vector<float>* tensor) const;
+  // The shard's values, from the tensor's rows [first_row, ...) (row-major, whole rows; 0: the
+  // whole tensor), and back into them.
+  std::vector<float> Slice(std::span<const float> rows, int64_t first_row = 0) const;
+  void Place(std::span<const float> shard, std::vector<float>* rows, int64_t first_row = 0) const;
 };
 
 // A keyed tensor as produced by the plan (inputs, initial state).
@@ -81,6 +84,15 @@ class Plan {
   const std::vector<ShardSpec>& shards() const { return shards_; }
   // Version-0 state: each shard's tensor from `model`, and zero velocities with momentum.
   std::vector<KeyedTensor> InitialState(const Model& model) const;
+  // The same state a row block at a time, drawn by `rows` (whose scheme's biases are zeros), for
+  // a process that must not hold the model: `emit(key, tensor)` once per key.
+  Status ForEachInitialShard(
+      InitialRows& rows,
+      const std::function<Status(const std::string&, std::vector<float>)>& emit) const;
+  // A tensor's row blocks, in order: the [r0, r1) its shards share (one block when it is whole),
+  // and the shards of the block that starts at r0.
+  std::vector<std::pair<int64_t, int64_t>> RowBlocks(int layer, bool bias) const;
+  std::vector<const ShardSpec*> ShardsOfBlock(int layer, bool bias, int64_t r0) const;
   // A model from shard tensors (`get(key)` returns the shard's current values; a tile of the
   // wrong size, such as the empty one of a failed read, is left out: zeros).
   template <typename Get>

@@ -372,5 +372,31 @@ TEST(PlanTest, ShardsArePerTensorExceptTilesWhichAreShardedByTile) {
   EXPECT_EQ(none.weights[0], std::vector<float>(9 * 7, 0.0f));
 }
 
+// Drawn a row block at a time (a manager that must not hold the model), the initial state is the
+// one sliced from the whole model, key for key and bit for bit, whatever the shards.
+TEST(PlanTest, TheInitialStateDrawnByRowBlocksIsTheWholeModelsSliced) {
+  JobConfig job = MakeJob({Strategy::kData, 4, 0, LossKind::kMse});
+  job.train.momentum = 0.9;
+  for (Strategy strategy : {Strategy::kData, Strategy::kTiles}) {
+    job.partition.strategy = strategy;
+    for (int64_t edge : {1, 4, 5, 64}) {
+      SCOPED_TRACE(std::string(ToString(strategy)) + " edge " + std::to_string(edge));
+      Plan plan = *Plan::Create(job, edge);
+      const Model init = *InitModel(job.model.layers, "kaiming_uniform", 11);
+      std::map<std::string, std::vector<float>> whole, drawn;
+      for (auto& [k, v] : plan.InitialState(init)) whole[k] = std::move(v);
+      InitialRows rows = *InitialRows::Create(job.model.layers, "kaiming_uniform", 11);
+      ASSERT_TRUE(plan.ForEachInitialShard(rows,
+                                           [&](const std::string& k, std::vector<float> v) {
+                                             EXPECT_TRUE(drawn.emplace(k, std::move(v)).second)
+                                                 << k << " twice";
+                                             return Status::Ok();
+                                           })
+                      .ok());
+      EXPECT_EQ(drawn, whole);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace acan::nn
