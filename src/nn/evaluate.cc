@@ -7,16 +7,15 @@
 
 namespace acan::nn {
 
-Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job) {
-  InitBlas();
-  constexpr int64_t kChunk = 256;
-  const int L = model.NumLayers();
-  const int64_t o = model.widths.back();
-  const bool classify = job.model.loss == LossKind::kSoftmaxCrossEntropy;
-  if (data.features != model.widths.front()) {
+Result<EvalReport> EvaluateInChunks(const std::vector<int64_t>& widths, const Dataset& data,
+                                    LossKind loss, int64_t chunk_rows,
+                                    const ChunkForward& forward) {
+  const int64_t o = widths.back();
+  const bool classify = loss == LossKind::kSoftmaxCrossEntropy;
+  if (data.features != widths.front()) {
     return Status::InvalidArgument("evaluation: rows have " + std::to_string(data.features) +
                                    " features but the model's input width is " +
-                                   std::to_string(model.widths.front()));
+                                   std::to_string(widths.front()));
   }
   EvalReport r;
   r.rows = data.rows;
@@ -26,27 +25,17 @@ Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobCo
     r.class_rows.assign(o, 0);
   }
   int64_t correct = 0;
-  std::vector<float> a, h;
-  for (int64_t r0 = 0; r0 < data.rows; r0 += kChunk) {
-    const int64_t rows = std::min(kChunk, data.rows - r0);
-    const float* x = data.Features().data();
-    a.assign(x + r0 * data.features, x + (r0 + rows) * data.features);
-    for (int l = 0; l < L; ++l) {
-      h.resize(rows * model.widths[l + 1]);
-      DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
-                   model.widths[l + 1], model.biases[l].data(), h.data());
-      if (l + 1 < L)
-        ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
-      std::swap(a, h);
-    }
+  for (int64_t r0 = 0; r0 < data.rows; r0 += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, data.rows - r0);
+    ACAN_ASSIGN_OR_RETURN(std::span<const float> z,
+                          forward(data.Features().data() + r0 * data.features, rows));
     const float* targets = data.Targets().data() + r0 * data.target_width;
-    ACAN_ASSIGN_OR_RETURN(LossValue v,
-                          ComputeLoss(job.model.loss, a.data(), rows, o, targets, 1.0, nullptr));
+    ACAN_ASSIGN_OR_RETURN(LossValue v, ComputeLoss(loss, z.data(), rows, o, targets, 1.0, nullptr));
     r.loss += v.loss;
     correct += v.correct;
     if (classify) {  // ComputeLoss has checked every label is an integer in [0, o)
       for (int64_t i = 0; i < rows; ++i) {
-        const float* zr = &a[i * o];
+        const float* zr = &z[i * o];
         const auto label = static_cast<int64_t>(targets[i]);
         ++r.class_rows[label];
         if (std::max_element(zr, zr + o) - zr == label) ++class_correct[label];
@@ -62,6 +51,25 @@ Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobCo
         r.class_rows[c] ? static_cast<double>(class_correct[c]) / r.class_rows[c] : 0.0);
   }
   return r;
+}
+
+Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job) {
+  InitBlas();
+  const int L = model.NumLayers();
+  std::vector<float> a, h;
+  auto forward = [&](const float* x, int64_t rows) -> Result<std::span<const float>> {
+    a.assign(x, x + rows * model.widths.front());
+    for (int l = 0; l < L; ++l) {
+      h.resize(rows * model.widths[l + 1]);
+      DenseForward(a.data(), rows, model.widths[l], model.weights[l].data(), model.widths[l],
+                   model.widths[l + 1], model.biases[l].data(), h.data());
+      if (l + 1 < L)
+        ApplyActivation(job.model.activation, h.data(), static_cast<int64_t>(h.size()));
+      std::swap(a, h);
+    }
+    return std::span<const float>(a);
+  };
+  return EvaluateInChunks(model.widths, data, job.model.loss, kEvalChunkRows, forward);
 }
 
 std::string FormatEvalReport(const EvalReport& r, std::string_view prefix,

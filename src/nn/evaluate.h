@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +31,21 @@ struct EvalReport {
 // Loss and accuracy of `model` on `data` with job.model's activation and loss.
 // REQUIRES: model.widths matches data (features in, labels < outputs), e.g. both from `job`.
 Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job);
+
+// Rows per chunk of Evaluate's forward passes. The loss is summed chunk by chunk, so only the same
+// cutting promises bitwise the same loss.
+constexpr int64_t kEvalChunkRows = 256;
+
+// The model's outputs (rows x outputs) for the inputs x (rows x features). The span may point
+// into the function's own buffer; it need stay valid only until the next call.
+using ChunkForward = std::function<Result<std::span<const float>>(const float* x, int64_t rows)>;
+
+// The part of an evaluation that does not depend on where the weights are, shared by Evaluate
+// and EvaluateStreamed (model_stream.h): checks the data against the input width widths.front(),
+// runs `forward` over the rows in chunks of chunk_rows, and sums each chunk's loss and accuracy
+// into the report. REQUIRES: chunk_rows >= 1.
+Result<EvalReport> EvaluateInChunks(const std::vector<int64_t>& widths, const Dataset& data,
+                                    LossKind loss, int64_t chunk_rows, const ChunkForward& forward);
 
 // Lines such as "test_loss 0.3012  test_accuracy 0.8911 (10000 rows)" and, for classification,
 // one line per class ("  class 0 T-shirt/top  0.8430  (1000 rows)"). `prefix` is "test" or

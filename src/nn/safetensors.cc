@@ -142,18 +142,42 @@ Result<TensorMap> ReadSafetensors(const std::string& path) {
                           path);
 }
 
-Result<std::string> SerializeSafetensors(const TensorMap& tensors) {
-  nlohmann::json header = nlohmann::json::object();
-  uint64_t offset = 0;
+namespace {
+
+// The tensors' shapes, once each is checked to hold as many values as its shape says.
+Result<TensorShapes> ShapesOf(const TensorMap& tensors) {
+  TensorShapes shapes;
   for (const auto& [name, t] : tensors) {
     if (static_cast<int64_t>(t.data.size()) != t.NumElements()) {
       return Status::InvalidArgument(
           "tensor \"" + name + "\" has " + std::to_string(t.data.size()) +
           " values but its shape holds " + std::to_string(t.NumElements()));
     }
-    const uint64_t bytes = t.data.size() * 4;
-    header[name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    shapes.emplace(name, t.shape);
+  }
+  return shapes;
+}
+
+uint64_t TensorBytes(const std::vector<int64_t>& shape) {
+  uint64_t bytes = 4;
+  for (int64_t d : shape) bytes *= static_cast<uint64_t>(d);
+  return bytes;
+}
+
+uint64_t DataBytes(const TensorShapes& shapes) {
+  uint64_t bytes = 0;
+  for (const auto& [name, shape] : shapes) bytes += TensorBytes(shape);
+  return bytes;
+}
+
+}  // namespace
+
+std::string SafetensorsHeader(const TensorShapes& shapes) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, shape] : shapes) {
+    const uint64_t bytes = TensorBytes(shape);
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string h = header.dump();
@@ -161,8 +185,13 @@ Result<std::string> SerializeSafetensors(const TensorMap& tensors) {
   std::string out(8, '\0');
   const uint64_t n = h.size();
   std::memcpy(out.data(), &n, 8);
-  out += h;
-  out.reserve(out.size() + offset);
+  return out + h;
+}
+
+Result<std::string> SerializeSafetensors(const TensorMap& tensors) {
+  ACAN_ASSIGN_OR_RETURN(TensorShapes shapes, ShapesOf(tensors));
+  std::string out = SafetensorsHeader(shapes);
+  out.reserve(out.size() + DataBytes(shapes));
   for (const auto& [name, t] : tensors) {
     out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
   }
@@ -170,33 +199,75 @@ Result<std::string> SerializeSafetensors(const TensorMap& tensors) {
 }
 
 Status WriteSafetensors(const std::string& path, const TensorMap& tensors) {
-  ACAN_ASSIGN_OR_RETURN(std::string image, SerializeSafetensors(tensors));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return Status::PermissionDenied("cannot create \"" + tmp +
-                                      "\"; check that the folder exists and is writable");
-    }
-    out.write(image.data(), static_cast<std::streamsize>(image.size()));
-    out.flush();
-    if (!out) return Status::ResourceExhausted("cannot write \"" + tmp + "\" (disk full?)");
+  ACAN_ASSIGN_OR_RETURN(TensorShapes shapes, ShapesOf(tensors));
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
+                        SafetensorsWriter::Create(path, shapes));
+  for (const auto& [name, t] : tensors) ACAN_RETURN_IF_ERROR(writer->Append(t.data));
+  return writer->Finish();
+}
+
+SafetensorsWriter::SafetensorsWriter(std::string path, uint64_t data_bytes)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), remaining_(data_bytes) {}
+
+Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(const std::string& path,
+                                                                     const TensorShapes& shapes) {
+  std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter(path, DataBytes(shapes)));
+  w->out_.open(w->tmp_, std::ios::binary | std::ios::trunc);
+  if (!w->out_) {
+    return Status::PermissionDenied("cannot create \"" + w->tmp_ +
+                                    "\"; check that the folder exists and is writable");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::PermissionDenied("cannot rename \"" + tmp + "\" to \"" + path + "\"");
+  w->created_ = true;
+  const std::string header = SafetensorsHeader(shapes);
+  w->out_.write(header.data(), static_cast<std::streamsize>(header.size()));
+  if (!w->out_) return Status::ResourceExhausted("cannot write \"" + w->tmp_ + "\" (disk full?)");
+  return w;
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (!created_ || renamed_) return;
+  // An unfinished file is no model: leave nothing that a later run could mistake for one.
+  if (out_.is_open()) out_.close();
+  std::remove(tmp_.c_str());
+}
+
+Status SafetensorsWriter::Append(std::span<const float> values) {
+  if (values.size_bytes() > remaining_) {
+    return Status::InvalidArgument("\"" + tmp_ + "\": " + std::to_string(values.size_bytes()) +
+                                   " more data bytes than the " + std::to_string(remaining_) +
+                                   " the header has room for");
   }
+  out_.write(reinterpret_cast<const char*>(values.data()),
+             static_cast<std::streamsize>(values.size_bytes()));
+  if (!out_) return Status::ResourceExhausted("cannot write \"" + tmp_ + "\" (disk full?)");
+  remaining_ -= values.size_bytes();
   return Status::Ok();
 }
 
-namespace {
-template <typename Parts>
-std::string Sha256Hex(const Parts& parts) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  for (const auto& p : parts) EVP_DigestUpdate(ctx.get(), p.data(), p.size_bytes());
+Status SafetensorsWriter::Finish() {
+  if (remaining_ != 0) {
+    return Status::InvalidArgument("\"" + tmp_ + "\": " + std::to_string(remaining_) +
+                                   " data bytes the header announces were never written");
+  }
+  out_.close();
+  if (!out_) return Status::ResourceExhausted("cannot write \"" + tmp_ + "\" (disk full?)");
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return Status::PermissionDenied("cannot rename \"" + tmp_ + "\" to \"" + path_ + "\"");
+  }
+  renamed_ = true;
+  return Status::Ok();
+}
+
+void Sha256::Free::operator()(evp_md_ctx_st* ctx) const { EVP_MD_CTX_free(ctx); }
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr); }
+
+void Sha256::Update(const void* data, size_t bytes) { EVP_DigestUpdate(ctx_.get(), data, bytes); }
+
+std::string Sha256::Hex() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
+  EVP_DigestFinal_ex(ctx_.get(), md, &len);
   static const char kHex[] = "0123456789abcdef";
   std::string hex;
   for (unsigned int i = 0; i < len; ++i) {
@@ -204,6 +275,14 @@ std::string Sha256Hex(const Parts& parts) {
     hex.push_back(kHex[md[i] & 15]);
   }
   return hex;
+}
+
+namespace {
+template <typename Parts>
+std::string Sha256Hex(const Parts& parts) {
+  Sha256 sha;
+  for (const auto& p : parts) sha.Update(p.data(), p.size_bytes());
+  return sha.Hex();
 }
 }  // namespace
 
