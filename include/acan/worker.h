@@ -118,6 +118,13 @@ struct ManagerOptions {
   // so that `acan audit verify --ca` refuses a chain re-hashed by anyone else. Empty: unsigned.
   std::string audit_key_file;
   std::string audit_cert_file;
+  // What it may hold of the job's data, in bytes (0: the job's [runtime] manager_memory, none
+  // when that is 0 too). With a budget it never holds the whole model: it makes a new job's
+  // initial model a row block at a time, and at the end hashes, writes and evaluates the trained
+  // one a row block at a time too (ManagerReport::model stays empty).
+  int64_t memory = 0;
+  // Where the manager that finishes the job writes the trained model (safetensors; "": nowhere).
+  std::string model_path;
 };
 
 struct ManagerReport {
@@ -135,8 +142,13 @@ struct ManagerReport {
   // From when it last took the lease to the end: the training time, without loading the data or
   // waiting as a standby.
   double active_s = 0;
-  TrainProgress progress;      // the job's, as stored in the space at the end
-  std::optional<Model> model;  // the trained model, when the job is finished
+  TrainProgress progress;  // the job's, as stored in the space at the end
+  // The trained model, when the job is finished and the manager has no memory budget.
+  std::optional<Model> model;
+  std::string weights_sha256;  // the trained model's (Model::Sha256), when the job is finished
+  // Its evaluation (on the job's test split, else its training set) by a manager with a budget,
+  // made a row block at a time; without one, evaluate `model`.
+  std::optional<EvalResult> evaluation;
   // The job's audit log when it is finished: one JSON record a line, hash-chained (what `acan
   // audit verify` checks; docs/security.md).
   std::vector<std::string> audit;

@@ -61,7 +61,17 @@ struct ManagerArgs {
   bool quiet = false;
   int metrics_port = -1;
   std::string data_cache;
+  std::string memory;  // --memory, a size ("": the job's)
 };
+
+// Tensors of a megabyte and more come from the kernel and go back to it when freed. glibc's
+// default raises that threshold to the largest block freed so far, and then keeps up to twice as
+// much freed memory in its arenas (a handler of the 16 MiB wide-layer job peaked at 27-29 MiB of
+// anonymous memory before): fixed, a role process's peak follows what it holds.
+void FollowWhatItHolds() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+}
 
 // summary.json of a job run by manager processes: what the active manager knows at the end.
 Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const ManagerReport& r,
@@ -69,12 +79,7 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) return Status::Unavailable(fmt::format("cannot create '{}': {}", a.out, ec.message()));
-  const std::string model_path = (fs::path(a.out) / "model.safetensors").string();
-  const std::string model_tmp = fmt::format("{}.tmp.{}", model_path, getpid());
-  ACAN_RETURN_IF_ERROR(SaveModel(*r.model, model_tmp));
-  fs::rename(model_tmp, model_path, ec);
-  if (ec)
-    return Status::Unavailable(fmt::format("cannot rename '{}': {}", model_tmp, ec.message()));
+  // The manager wrote model.safetensors (ManagerOptions::model_path) before it reported.
   const TrainProgress& p = r.progress;
   runtime::RunSummary s;
   s.config = a.config;
@@ -100,8 +105,9 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   if (r.grain.steps > 0) {
     s.grain = runtime::SummaryGrain{r.grain.steps, r.grain.step_ms, r.grain.move_ms};
   }
-  s.weights_sha256 = r.model->Sha256();
-  auto eval = Evaluate(*r.model, job);
+  s.weights_sha256 = r.weights_sha256;
+  // A manager with a memory budget evaluated the model a row block at a time; else it is here.
+  auto eval = r.evaluation ? Result<EvalResult>(*r.evaluation) : Evaluate(*r.model, job);
   if (eval.ok()) {
     s.test_split = eval->split;
     s.test_loss = runtime::Stated(eval->loss);
@@ -115,6 +121,7 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
 int RunManagerCommand(const ManagerArgs& a) {
   const std::string name = a.name.empty() ? fmt::format("manager-{}", getpid()) : a.name;
   SignalStop signals({kRoleLeaveWithin, fmt::format("manager {}", name), a.space});
+  FollowWhatItHolds();
   auto job = ParseJobFile(a.config);
   if (!job.ok()) return Fail(job.status());
   if (!a.out.empty()) {
@@ -141,6 +148,14 @@ int RunManagerCommand(const ManagerArgs& a) {
     std::error_code ec;
     fs::create_directories(a.out, ec);  // CheckOutputDir said it can be
     o.metrics_csv = (fs::path(a.out) / "metrics.csv").string();
+    o.model_path = (fs::path(a.out) / "model.safetensors").string();
+  }
+  if (!a.memory.empty()) {
+    Result<int64_t> memory = ParseByteSize(a.memory);
+    if (!memory.ok()) {
+      return Fail(Status::InvalidArgument("--memory: " + std::string(memory.status().message())));
+    }
+    o.memory = *memory;
   }
   o.stop = signals.token();
   RunPrinter printer(a.quiet);
@@ -160,7 +175,7 @@ int RunManagerCommand(const ManagerArgs& a) {
     if (!a.quiet) fmt::print(stderr, "acan: manager {} stopped before the job ended\n", o.name);
     return 3;
   }
-  if (r->applied_last_step && r->model && !a.out.empty()) {
+  if (r->applied_last_step && !a.out.empty()) {
     ManagerArgs named = a;
     named.name = o.name;
     if (Status s = WriteManagerArtefacts(named, *job, *r, wall_s); !s.ok()) return Fail(s);
@@ -213,12 +228,7 @@ int RunHandlerCommand(const HandlerArgs& a) {
   sigemptyset(&speed_only);
   sigaddset(&speed_only, SIGRTMIN);
   pthread_sigmask(SIG_UNBLOCK, &speed_only, nullptr);
-  // Tensors of a megabyte and more come from the kernel and go back to it when freed. glibc's
-  // default raises that threshold to the largest block freed so far, and then keeps up to twice
-  // as much freed memory in its arenas (a handler of the 16 MiB wide-layer job peaked at 27-29
-  // MiB of anonymous memory before): fixed, a handler's peak follows what it holds.
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  FollowWhatItHolds();
   HandlerOptions o;
   o.id = id;
   o.task_types = a.ops;
@@ -271,6 +281,9 @@ void AddManagerCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(kAtLeastOne);
   cmd->add_option("--init", a->init, "Initial model (safetensors)")->check(CLI::ExistingFile);
+  cmd->add_option("--memory", a->memory,
+                  "What this manager may hold of the job's data, e.g. 16MiB: it then never holds "
+                  "the whole model (default: the job's [runtime] manager_memory, else none)");
   cmd->add_option("--out", a->out,
                   "Directory for model.safetensors and summary.json, written by the manager that "
                   "finishes the job");

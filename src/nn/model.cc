@@ -16,8 +16,8 @@ int64_t Model::NumParameters() const {
 std::string WeightName(int layer) { return "layers." + std::to_string(layer) + ".weight"; }
 std::string BiasName(int layer) { return "layers." + std::to_string(layer) + ".bias"; }
 
-Result<InitialRows> InitialRows::Create(const std::vector<int64_t>& widths, std::string_view init,
-                                        uint64_t seed) {
+Result<InitialWeights> InitialWeights::Create(const std::vector<int64_t>& widths,
+                                              std::string_view init, uint64_t seed) {
   if (widths.size() < 2) {
     return Status::InvalidArgument("a model needs at least two widths (input, output)");
   }
@@ -33,26 +33,40 @@ Result<InitialRows> InitialRows::Create(const std::vector<int64_t>& widths, std:
                                    "\"; use xavier_uniform | kaiming_uniform | zeros or a "
                                    ".safetensors file");
   }
-  return InitialRows(widths, scheme, seed);
+  return InitialWeights(widths, scheme, seed);
 }
 
-std::vector<float> InitialRows::Next(int layer, int64_t rows) {
-  const int64_t in = widths_[layer], out = widths_[layer + 1];
-  std::vector<float> w(rows * in, 0.0f);
-  if (scheme_ != kZeros) {
-    const double fan = scheme_ == kXavier ? static_cast<double>(in + out) : in;
-    const float a = static_cast<float>(std::sqrt(6.0 / fan));
-    for (float& x : w) x = rng_.Uniform(-a, a);
+InitialWeights::InitialWeights(std::vector<int64_t> widths, Scheme scheme, uint64_t seed)
+    : widths_(std::move(widths)), scheme_(scheme), seed_(MixSeed(seed, 0x1417)) {
+  // One draw per weight, layer after layer, each row-major (biases draw nothing).
+  uint64_t draws = 0;
+  for (size_t l = 0; l + 1 < widths_.size(); ++l) {
+    first_.push_back(draws);
+    draws += uint64_t(widths_[l] * widths_[l + 1]);
+  }
+}
+
+std::vector<float> InitialWeights::Part(int layer, int64_t r0, int64_t r1, int64_t c0,
+                                        int64_t c1) const {
+  const int64_t in = widths_[layer], out = widths_[layer + 1], cols = c1 - c0;
+  std::vector<float> w((r1 - r0) * cols, 0.0f);
+  if (scheme_ == kZeros) return w;
+  const double fan = scheme_ == kXavier ? static_cast<double>(in + out) : in;
+  const float a = static_cast<float>(std::sqrt(6.0 / fan));
+  for (int64_t r = r0; r < r1; ++r) {
+    Rng rng(seed_);
+    rng.Skip(first_[layer] + uint64_t(r * in + c0));
+    for (int64_t c = 0; c < cols; ++c) w[(r - r0) * cols + c] = rng.Uniform(-a, a);
   }
   return w;
 }
 
 Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view init, uint64_t seed) {
-  ACAN_ASSIGN_OR_RETURN(InitialRows rows, InitialRows::Create(widths, init, seed));
+  ACAN_ASSIGN_OR_RETURN(InitialWeights weights, InitialWeights::Create(widths, init, seed));
   Model m;
   m.widths = widths;
   for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    m.weights.push_back(rows.Next(static_cast<int>(l), widths[l + 1]));
+    m.weights.push_back(weights.Part(static_cast<int>(l), 0, widths[l + 1], 0, widths[l]));
     m.biases.emplace_back(widths[l + 1], 0.0f);
   }
   return m;

@@ -10,7 +10,6 @@
 
 #include "acan/job.h"
 #include "acan/status.h"
-#include "nn/rng.h"
 #include "nn/tensor.h"
 
 namespace acan::nn {
@@ -31,26 +30,26 @@ std::string BiasName(int layer);    // "layers.<layer>.bias"
 // (a = sqrt(6 / in), for relu) or "zeros"; biases start at zero. Deterministic for a seed.
 Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view init, uint64_t seed);
 
-// A scheme's initial weights drawn a few rows at a time, in InitModel's order (layer after layer,
-// each weight row-major), for a process that must not hold the whole model (a manager with a
-// memory budget): the same numbers as InitModel(widths, init, seed), whose biases are zeros.
-class InitialRows {
+// A scheme's initial weights, any part of any layer drawn on its own (the generator skips to it),
+// for a process that must not hold the whole model (a manager with a memory budget): the same
+// numbers as InitModel(widths, init, seed), whose biases are zeros.
+class InitialWeights {
  public:
   // InvalidArgument for an unknown scheme or fewer than two widths, as InitModel.
-  static Result<InitialRows> Create(const std::vector<int64_t>& widths, std::string_view init,
-                                    uint64_t seed);
-  // The next `rows` rows of layer `layer`'s weight ([widths[layer + 1], widths[layer]]).
-  // REQUIRES: the layers in order and, within a layer, its rows in order, each drawn once.
-  std::vector<float> Next(int layer, int64_t rows);
+  static Result<InitialWeights> Create(const std::vector<int64_t>& widths, std::string_view init,
+                                       uint64_t seed);
+  // Rows [r0, r1) and columns [c0, c1) of layer `layer`'s weight ([widths[layer + 1],
+  // widths[layer]]), row-major.
+  std::vector<float> Part(int layer, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
   const std::vector<int64_t>& widths() const { return widths_; }
 
  private:
   enum Scheme { kXavier, kKaiming, kZeros };
-  InitialRows(std::vector<int64_t> widths, Scheme scheme, uint64_t seed)
-      : widths_(std::move(widths)), scheme_(scheme), rng_(MixSeed(seed, 0x1417)) {}
+  InitialWeights(std::vector<int64_t> widths, Scheme scheme, uint64_t seed);
   std::vector<int64_t> widths_;
   Scheme scheme_;
-  Rng rng_;  // carried from call to call: one stream over the whole model
+  uint64_t seed_;                // the stream's (MixSeed of the job's): one over the whole model
+  std::vector<uint64_t> first_;  // each layer's first draw in it
 };
 
 // The job's initial model: model.init as a scheme name, or as a safetensors path.

@@ -141,21 +141,13 @@ std::vector<const ShardSpec*> Plan::ShardsOfBlock(int layer, bool bias, int64_t 
 }
 
 Status Plan::ForEachInitialShard(
-    InitialRows& rows,
+    const InitialWeights& init,
     const std::function<Status(const std::string&, std::vector<float>)>& emit) const {
-  // Layer by layer, the weight's row blocks in order: the order `rows` draws them in.
-  for (int l = 0; l < NumLayers(); ++l) {
-    for (bool bias : {false, true}) {
-      for (const auto& [r0, r1] : RowBlocks(l, bias)) {
-        const std::vector<float> block =
-            bias ? std::vector<float>(r1 - r0, 0.0f) : rows.Next(l, r1 - r0);
-        for (const ShardSpec* s : ShardsOfBlock(l, bias, r0)) {
-          ACAN_RETURN_IF_ERROR(emit(s->key, s->Slice(block, r0)));
-          if (!s->momentum_key.empty()) {
-            ACAN_RETURN_IF_ERROR(emit(s->momentum_key, std::vector<float>(s->Size())));
-          }
-        }
-      }
+  for (const ShardSpec& s : shards_) {
+    ACAN_RETURN_IF_ERROR(emit(
+        s.key, s.bias ? std::vector<float>(s.Size()) : init.Part(s.layer, s.r0, s.r1, s.c0, s.c1)));
+    if (!s.momentum_key.empty()) {
+      ACAN_RETURN_IF_ERROR(emit(s.momentum_key, std::vector<float>(s.Size())));
     }
   }
   return Status::Ok();

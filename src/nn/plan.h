@@ -84,10 +84,10 @@ class Plan {
   const std::vector<ShardSpec>& shards() const { return shards_; }
   // Version-0 state: each shard's tensor from `model`, and zero velocities with momentum.
   std::vector<KeyedTensor> InitialState(const Model& model) const;
-  // The same state a row block at a time, drawn by `rows` (whose scheme's biases are zeros), for
-  // a process that must not hold the model: `emit(key, tensor)` once per key.
+  // The same state a shard at a time, drawn by `init` (whose scheme's biases are zeros), for a
+  // process that must not hold the model: `emit(key, tensor)` once per key.
   Status ForEachInitialShard(
-      InitialRows& rows,
+      const InitialWeights& init,
       const std::function<Status(const std::string&, std::vector<float>)>& emit) const;
   // A tensor's row blocks, in order: the [r0, r1) its shards share (one block when it is whole),
   // and the shards of the block that starts at r0.

@@ -372,21 +372,28 @@ TEST(PlanTest, ShardsArePerTensorExceptTilesWhichAreShardedByTile) {
   EXPECT_EQ(none.weights[0], std::vector<float>(9 * 7, 0.0f));
 }
 
-// Drawn a row block at a time (a manager that must not hold the model), the initial state is the
-// one sliced from the whole model, key for key and bit for bit, whatever the shards.
-TEST(PlanTest, TheInitialStateDrawnByRowBlocksIsTheWholeModelsSliced) {
+// Drawn a shard at a time (a manager that must not hold the model), the initial state is the one
+// sliced from the whole model, key for key and bit for bit, whatever the shards; and the whole
+// model is one stream of draws over every weight in order, as it always was (the generator skips
+// ahead to a shard's rows, which must land where the stream would be).
+TEST(PlanTest, TheInitialStateDrawnShardByShardIsTheWholeModelsSliced) {
   JobConfig job = MakeJob({Strategy::kData, 4, 0, LossKind::kMse});
   job.train.momentum = 0.9;
+  const Model init = *InitModel(job.model.layers, "kaiming_uniform", 11);
+  Rng stream(MixSeed(11, 0x1417));
+  for (int l = 0; l < init.NumLayers(); ++l) {
+    const auto a = static_cast<float>(std::sqrt(6.0 / double(job.model.layers[l])));
+    for (float w : init.weights[l]) ASSERT_EQ(w, stream.Uniform(-a, a)) << "layer " << l;
+  }
+  const InitialWeights weights = *InitialWeights::Create(job.model.layers, "kaiming_uniform", 11);
   for (Strategy strategy : {Strategy::kData, Strategy::kTiles}) {
     job.partition.strategy = strategy;
     for (int64_t edge : {1, 4, 5, 64}) {
       SCOPED_TRACE(std::string(ToString(strategy)) + " edge " + std::to_string(edge));
       Plan plan = *Plan::Create(job, edge);
-      const Model init = *InitModel(job.model.layers, "kaiming_uniform", 11);
       std::map<std::string, std::vector<float>> whole, drawn;
       for (auto& [k, v] : plan.InitialState(init)) whole[k] = std::move(v);
-      InitialRows rows = *InitialRows::Create(job.model.layers, "kaiming_uniform", 11);
-      ASSERT_TRUE(plan.ForEachInitialShard(rows,
+      ASSERT_TRUE(plan.ForEachInitialShard(weights,
                                            [&](const std::string& k, std::vector<float> v) {
                                              EXPECT_TRUE(drawn.emplace(k, std::move(v)).second)
                                                  << k << " twice";

@@ -13,6 +13,9 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
 
+  // Moves the stream `n` draws on, as `n` calls of Next would (the state is a counter).
+  void Skip(uint64_t n) { state_ += n * 0x9E3779B97F4A7C15ull; }
+
   uint64_t Next() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <stop_token>
@@ -17,6 +18,7 @@
 #include "common/thread_annotations.h"
 #include "nn/dataset.h"
 #include "nn/model_api_internal.h"
+#include "nn/model_stream.h"
 #include "nn/plan.h"
 #include "nn/row_cache.h"
 #include "runtime/api/roles_internal.h"
@@ -37,6 +39,31 @@ namespace {
 
 using internal::JobLayout;
 using internal::PutUsage;
+
+// The end of a job for a manager with a memory budget: the trained model hashed, written to
+// `model_path` (unless "") and evaluated, each a row block at a time, never held whole. The
+// evaluation takes the data in groups that keep two layers' activations within an eighth of the
+// budget (kEvalChunkRows at most, Evaluate's own chunks).
+Status FinishWithinBudget(Space& space, const runtime::Layout& layout, const nn::Plan& plan,
+                          int64_t version, const JobConfig& job, const nn::Dataset& train,
+                          int64_t memory, const std::string& model_path, ManagerReport* report) {
+  const nn::BandReader rows = runtime::VersionRows(&space, layout, plan, version);
+  const int64_t band = runtime::ReadBandRows(plan, memory);
+  const std::vector<int64_t>& widths = plan.widths();
+  ACAN_ASSIGN_OR_RETURN(report->weights_sha256, nn::StreamedModelSha256(widths, rows, band));
+  if (!model_path.empty()) {
+    ACAN_RETURN_IF_ERROR(nn::SaveModelStreamed(model_path, widths, rows, band));
+  }
+  ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, train));
+  const nn::Dataset& data = test ? *test : train;
+  const int64_t widest = *std::max_element(widths.begin(), widths.end());
+  const int64_t group = std::clamp<int64_t>(memory / 8 / (2 * widest * int64_t(sizeof(float))), 1,
+                                            nn::kEvalChunkRows);
+  ACAN_ASSIGN_OR_RETURN(nn::EvalReport r,
+                        nn::EvaluateStreamed(widths, data, job, rows, band, group));
+  report->evaluation = nn::ToPublicEval(r, test ? "test" : "train", data.classification);
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -66,9 +93,19 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   ACAN_ASSIGN_OR_RETURN(nn::CachedRows rows, nn::LoadDatasetShared(job, options.data_cache, &note));
   if (!note.empty()) spdlog::warn("manager's row cache: {}", note);
   const nn::Dataset& data = rows.data;
-  std::optional<nn::Model> given;
-  if (options.init_model) given = nn::FromPublicModel(*options.init_model);
-  ACAN_ASSIGN_OR_RETURN(nn::Model init, runtime::InitialModelFor(job, given, options.init_path));
+  if (options.memory < 0) return Status::InvalidArgument("manager memory must be >= 0");
+  const int64_t memory = options.memory > 0 ? options.memory : job.runtime.manager_memory;
+  // A new job's initial model: a given one (or a file) whole, a scheme's drawn a row block at a
+  // time, never whole (the chain's grain, measured on the model, excepted).
+  const bool drawn = !options.init_model && options.init_path.empty() &&
+                     !job.model.init.ends_with(".safetensors") &&
+                     job.partition.strategy != Strategy::kChain;
+  std::optional<nn::Model> init;
+  if (!drawn) {
+    std::optional<nn::Model> given;
+    if (options.init_model) given = nn::FromPublicModel(*options.init_model);
+    ACAN_ASSIGN_OR_RETURN(init, runtime::InitialModelFor(job, given, options.init_path));
+  }
   // The job as made, its grain included: the one in the space when it is there already (a
   // standby, a resumed job, or another manager that made it first: the oldest descriptor wins).
   JobConfig effective = job;
@@ -89,7 +126,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   if (!exists && job.partition.strategy == Strategy::kChain && job.partition.task_size == 0 &&
       space.AcknowledgesPuts()) {
     ACAN_ASSIGN_OR_RETURN(runtime::ChainGrain g,
-                          runtime::ChooseChainGrain(&space, layout, job, data, init));
+                          runtime::ChooseChainGrain(&space, layout, job, data, *init));
     effective.partition.task_size = g.steps;
     report.grain = {g.steps, g.step_ms, g.move_ms};
   }
@@ -122,8 +159,16 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   descriptor.grain_step_ms = report.grain.step_ms;
   descriptor.grain_move_ms = report.grain.move_ms;
   if (descriptor.local_inputs) descriptor.data_sha256 = rows.sha256;
-  ACAN_RETURN_IF_ERROR(
-      runtime::Manager::InitJob(&space, layout, effective, init, &descriptor, signer));
+  if (init) {
+    ACAN_RETURN_IF_ERROR(
+        runtime::Manager::InitJob(&space, layout, effective, *init, &descriptor, signer));
+  } else {
+    ACAN_ASSIGN_OR_RETURN(
+        nn::InitialWeights weights,
+        nn::InitialWeights::Create(job.model.layers, job.model.init, job.train.seed));
+    ACAN_RETURN_IF_ERROR(
+        runtime::Manager::InitJob(&space, layout, effective, weights, memory, &descriptor, signer));
+  }
   (void)space.Erase(layout.DataHint());  // the descriptor says it all now
   // Another manager may have made the job first with its own measurement: its grain is the job's.
   ACAN_RETURN_IF_ERROR(adopt().status());
@@ -135,6 +180,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   runtime::ManagerSettings mo = runtime::ManagerSettingsFor(run, 0);
   mo.owner = options.name;
   mo.audit_signer = signer;
+  mo.memory = memory;
   const int64_t steps_per_epoch =
       nn::Batcher(&data, nn::Plan::StepBatch(effective, run.task_size, data.rows), false, 0)
           .BatchesPerEpoch();
@@ -289,8 +335,17 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   report.progress = runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs);
   if (p.finished) {
     ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(effective, p.task_size, data.rows));
-    ACAN_ASSIGN_OR_RETURN(nn::Model model, runtime::ReadModel(&space, layout, plan, p.total_steps));
-    report.model = nn::ToPublicModel(model);
+    const bool write = report.applied_last_step && !options.model_path.empty();
+    if (memory > 0) {
+      ACAN_RETURN_IF_ERROR(FinishWithinBudget(space, layout, plan, p.total_steps, effective, data,
+                                              memory, write ? options.model_path : "", &report));
+    } else {
+      ACAN_ASSIGN_OR_RETURN(nn::Model model,
+                            runtime::ReadModel(&space, layout, plan, p.total_steps));
+      report.weights_sha256 = nn::ModelSha256(model);
+      if (write) ACAN_RETURN_IF_ERROR(nn::SaveModel(options.model_path, model));
+      report.model = nn::ToPublicModel(model);
+    }
     ACAN_ASSIGN_OR_RETURN(report.audit, runtime::ReadAuditChain(&space, layout));
   }
   return report;

@@ -109,8 +109,8 @@ int64_t AuditLog::Append(std::string kind, json fields) {
 }
 
 int64_t AuditLog::AppendVersions(std::string kind, json fields,
-                                 std::vector<std::tuple<std::string, int64_t, Value>> versions,
-                                 bool hash, std::map<std::string, int64_t> from) {
+                                 std::vector<WrittenVersion> versions, bool hash,
+                                 std::map<std::string, int64_t> from) {
   MutexLock lock(mu_);
   const int64_t ticket = next_ticket_++;
   queue_.push_back({ticket, std::move(kind), std::move(fields), std::move(versions), NowRfc3339(),
@@ -176,12 +176,12 @@ Status AuditLog::Write(Pending p) {
   constexpr size_t kPartBytes = kMaxCellBytes / 2;
   std::vector<json> parts(1, json::array());
   size_t bytes = 0;
-  for (const auto& [shard, version, value] : p.versions) {
-    json entry = {{"shard", shard}, {"version", version}};
-    if (auto f = p.from.find(shard); f != p.from.end() && f->second != version) {
+  for (const WrittenVersion& v : p.versions) {
+    json entry = {{"shard", v.shard}, {"version", v.version}};
+    if (auto f = p.from.find(v.shard); f != p.from.end() && f->second != v.version) {
       entry["from"] = f->second;
     }
-    if (p.hash) entry["sha256"] = ValueSha256(value);
+    if (p.hash) entry["sha256"] = v.sha256.empty() ? ValueSha256(v.value) : v.sha256;
     const size_t size = entry.dump().size();
     if (bytes + size > kPartBytes && !parts.back().empty()) {
       parts.emplace_back(json::array());

@@ -44,6 +44,7 @@
 #include "common/thread_annotations.h"
 #include "runtime/audit/audit_signature.h"
 #include "runtime/core/layout.h"
+#include "runtime/state/version_store.h"
 
 namespace acan::runtime {
 
@@ -61,13 +62,14 @@ class AuditLog {
 
   // Queues a record; returns its ticket (for WaitWritten).
   int64_t Append(std::string kind, nlohmann::json fields);
-  // Queues a record whose field `versions` lists each (shard, version, value) as {shard,
-  // version, sha256}, hashed on the log's thread; without `hash`, as {shard, version}.
+  // Queues a record whose field `versions` lists each version as {shard, version, sha256}, its
+  // content hashed on the log's thread (unless it is hashed already); without `hash`, as {shard,
+  // version}.
   // `from`: a shard's first version of a range the record covers, its entry's "from" (when it
   // is not the version itself).
   int64_t AppendVersions(std::string kind, nlohmann::json fields,
-                         std::vector<std::tuple<std::string, int64_t, Value>> versions,
-                         bool hash = true, std::map<std::string, int64_t> from = {});
+                         std::vector<WrittenVersion> versions, bool hash = true,
+                         std::map<std::string, int64_t> from = {});
   // Waits until every record up to `ticket` is in the space (or dropped: after a job_end, or on
   // an error, which it returns). 0: nothing to wait for.
   Status WaitWritten(int64_t ticket);
@@ -78,7 +80,7 @@ class AuditLog {
     int64_t ticket;
     std::string kind;
     nlohmann::json fields;
-    std::vector<std::tuple<std::string, int64_t, Value>> versions;
+    std::vector<WrittenVersion> versions;
     std::string time;
     bool hash = true;
     std::map<std::string, int64_t> from;

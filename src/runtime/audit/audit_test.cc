@@ -64,9 +64,9 @@ TEST(AuditLogTest, AFinishedJobsChainVerifies) {
 TEST(AuditLogTest, ManyShardsTakeNumberedPartsThatEachFitACell) {
   auto space = NewSpace();
   const Layout layout("job");
-  std::vector<std::tuple<std::string, int64_t, Value>> shards;
+  std::vector<WrittenVersion> shards;
   for (int i = 0; i < 2000; ++i) {
-    shards.emplace_back("l" + std::to_string(i) + ".w", 7, Value::FromString(std::to_string(i)));
+    shards.push_back({"l" + std::to_string(i) + ".w", 7, Value::FromString(std::to_string(i))});
   }
   {
     AuditLog log(space.get(), &layout, "m0");

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "acan/job.h"
+#include "common/byte_size.h"
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "runtime/core/messages.h"
@@ -48,9 +49,14 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
       data_, nn::Plan::StepBatch(*job_, options_.task_size, data_->rows), job_->data.shuffle,
       job_->train.seed);
   total_steps_ = batcher_->BatchesPerEpoch() * job_->train.epochs;
+  versions_.set_hold_limit(AuditHoldLimit());
 }
 
 Manager::~Manager() = default;
+
+int64_t Manager::AuditHoldLimit() const {
+  return options_.memory > 0 ? options_.memory / 16 : INT64_MAX;
+}
 
 Manager::TaskRun& Manager::TaskAt(const TaskRef& ref) {
   return active_.at(ref.first).tasks[ref.second];
@@ -67,6 +73,19 @@ Result<const nn::Plan*> Manager::PlanFor(int64_t task_size) {
 
 Clock::time_point Manager::NextWake() const {
   return watch_.NextWake(active_, std::min(lease_.renew_at(), env_->Now() + milliseconds(100)));
+}
+
+// The probe holds every shard at once: within a memory budget, only while they are a quarter of it.
+bool Manager::ProbeFits() const {
+  if (options_.memory <= 0) return true;
+  int64_t bytes = 0;
+  for (const nn::ShardSpec& s : plan_->shards()) {
+    bytes += s.Size() * int64_t(sizeof(float)) * (s.momentum_key.empty() ? 1 : 2);
+  }
+  if (bytes <= options_.memory / 4) return true;
+  spdlog::info("manager {}: no probe: the state ({}) is over a quarter of the budget ({})",
+               options_.owner, HumanBytes(double(bytes)), HumanBytes(double(options_.memory)));
+  return false;
 }
 
 // The first manager of a job times one step's tasks (runtime/manager/probe.h), within a quarter of
@@ -119,7 +138,7 @@ Status Manager::Run(const std::atomic<bool>& crash) {
     // It may have died before its job_end was in the chain (nothing follows one that is).
     return AuditEnd();
   }
-  if (options_.probe && progress_.task_ns.empty()) {
+  if (options_.probe && progress_.task_ns.empty() && ProbeFits()) {
     ProbeTasks();
     ACAN_RETURN_IF_ERROR(SaveState());  // a successor starts from these timeouts
   }

@@ -62,6 +62,12 @@ struct ManagerSettings {
   // bits from a fixed-size run; keep it off where bitwise equality matters).
   bool adapt_task_size = false;
   bool probe = true;  // time one step's tasks locally to set the first timeouts
+  // The manager's memory budget for the job's data (common/byte_size.h; 0: none). With one, it
+  // never holds the model: the versions an audit record names are hashed as they are written
+  // once a sixteenth of the budget is held for each of the store, the record being made and the
+  // one being written, the final model is hashed in bands of rows, and the probe (which holds
+  // every shard) is left out when the state passes a quarter of it.
+  int64_t memory = 0;
   // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
   // (runtime/core/straggler.h). Off (the default: the slow copy's work is thrown away), the window
   // waits for a slow handler's task as long as its claim is live.
@@ -110,6 +116,13 @@ class Manager {
   // state tuple, which every incarnation reads) and the controller never changes it.
   static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
                         const nn::Model& init, const JobDescriptor* descriptor = nullptr,
+                        std::shared_ptr<const AuditSigner> signer = nullptr,
+                        const Env* env = nullptr, int64_t task_size = -1);
+  // The same with the job's initial model drawn a shard at a time, never whole (a manager with a
+  // memory budget: the job_start record's hash is read back in bands that fit `memory`, 0: none).
+  static Status InitJob(Space* space, const Layout& layout, const JobConfig& job,
+                        const nn::InitialWeights& init, int64_t memory,
+                        const JobDescriptor* descriptor = nullptr,
                         std::shared_ptr<const AuditSigner> signer = nullptr,
                         const Env* env = nullptr, int64_t task_size = -1);
 
@@ -181,9 +194,14 @@ class Manager {
   static constexpr int64_t kAuditStepsPerRecord = 64;
   struct AuditBatch {
     int64_t first_step = -1, last_step = -1;
-    std::map<std::string, int64_t> from;  // shard -> its first version in the batch
-    std::map<std::string, std::pair<int64_t, Value>> last;  // shard -> its last version
+    std::map<std::string, int64_t> from;         // shard -> its first version in the batch
+    std::map<std::string, WrittenVersion> last;  // shard -> its last version
+    int64_t held = 0;                            // the bytes of the contents in `last`
   };
+  // The bytes of version contents the audit may hold at once (ManagerSettings::memory).
+  int64_t AuditHoldLimit() const;
+  // Whether the probe's copy of every shard fits the budget (ManagerSettings::memory).
+  bool ProbeFits() const;
   AuditBatch audit_batch_;
   int64_t audited_step_ticket_ = 0;  // the last versions record: written before the next is made
   std::set<int> handlers_seen_;

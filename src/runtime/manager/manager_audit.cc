@@ -19,12 +19,15 @@ void Manager::RecordTampering(const Key& key, const Status& status) {
 
 Status Manager::AuditLease() {
   audit_ = std::make_unique<AuditLog>(raw_space_, &layout_, options_.owner, options_.audit_signer);
-  // The versions as this manager finds them, hashed: what a predecessor applied after its last
-  // record is in the chain from here.
-  std::vector<std::tuple<std::string, int64_t, Value>> found;
+  // The versions as this manager finds them, hashed as they are read (never all held at once):
+  // what a predecessor applied after its last record is in the chain from here.
+  std::vector<WrittenVersion> found;
   for (const auto& [shard, v] : versions_.versions()) {
+    ACAN_RETURN_IF_ERROR(lease_.Keep());  // many large tiles take longer to read than a lease
     ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(shard, v)));
-    if (t.has_value()) found.emplace_back(shard, v, t->value);
+    if (!t.has_value()) continue;
+    found.push_back({shard, v, t->value, ""});
+    found.back().Hash();
   }
   audited_step_ticket_ = audit_->AppendVersions("lease",
                                                 {{"lease_revision", lease_.revision()},
@@ -50,22 +53,35 @@ Status Manager::AuditHandler(int handler) {
 
 Status Manager::AuditEnd() {
   if (!audit_ || !progress_.finished) return Status::Ok();
-  ACAN_ASSIGN_OR_RETURN(nn::Model model, ReadModel(space_, layout_, *plan_, progress_.total_steps));
-  // Every shard's final version, hashed: a model altered after the fact is named tensor by
-  // tensor (acan audit verify --model).
-  std::vector<std::tuple<std::string, int64_t, Value>> finals;
+  // The model's hash a row block at a time, as a manager that must not hold it reads it.
+  const nn::BandReader rows = VersionRows(space_, layout_, *plan_, progress_.total_steps);
+  ACAN_ASSIGN_OR_RETURN(
+      std::string model_sha256,
+      nn::StreamedModelSha256(
+          plan_->widths(),
+          [&](int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
+            ACAN_RETURN_IF_ERROR(lease_.Keep());
+            return rows(layer, bias, r0, r1);
+          },
+          ReadBandRows(*plan_, options_.memory)));
+  // Every shard's final version, hashed as it is read: a model altered after the fact is named
+  // tensor by tensor (acan audit verify --model).
+  std::vector<WrittenVersion> finals;
   nlohmann::json tensors = nlohmann::json::object();
   for (const nn::ShardSpec& s : plan_->shards()) {
     tensors[s.key] = s.name;
     for (const std::string& key : {s.key, s.momentum_key}) {
       if (key.empty()) continue;
+      ACAN_RETURN_IF_ERROR(lease_.Keep());
       const int64_t v = versions_.Current(key);
       ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(key, v)));
-      if (t.has_value()) finals.emplace_back(key, v, t->value);
+      if (!t.has_value()) continue;
+      finals.push_back({key, v, t->value, ""});
+      finals.back().Hash();
     }
   }
   audit_->AppendVersions("job_end",
-                         {{"final_model_sha256", nn::ModelSha256(model)},
+                         {{"final_model_sha256", model_sha256},
                           {"steps", progress_.total_steps},
                           {"versions_applied", progress_.versions_applied},
                           {"tensors", std::move(tensors)}},

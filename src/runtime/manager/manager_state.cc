@@ -9,6 +9,7 @@
 #include "acan/job.h"
 #include "nn/executor.h"
 #include "nn/model.h"
+#include "nn/model_stream.h"
 #include "runtime/core/messages.h"
 #include "runtime/manager/manager.h"
 #include "runtime/manager/probe.h"
@@ -21,10 +22,19 @@ using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
-                        const nn::Model& init, const JobDescriptor* descriptor,
-                        std::shared_ptr<const AuditSigner> signer, const Env* env,
-                        int64_t task_size) {
+namespace {
+
+// How a new job's version-0 state is made, and the hash of its initial model.
+struct InitialParameters {
+  std::function<Status(const nn::Plan&,
+                       const std::function<Status(const std::string&, std::vector<float>)>&)>
+      for_each_shard;
+  std::function<Result<std::string>(const nn::Plan&)> model_sha256;
+};
+
+Status SetUpJob(Space* space, const Layout& layout, const JobConfig& job,
+                const InitialParameters& init, const JobDescriptor* descriptor,
+                std::shared_ptr<const AuditSigner> signer, const Env* env, int64_t task_size) {
   if (env == nullptr) env = Env::Default();
   // Managers that start together all see a new job: the one that swaps the guard cell first sets
   // it up, the others wait for its state tuple. A guard whose holder did not finish within its
@@ -60,15 +70,16 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
     }
   }
   ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, task_size));
-  for (auto& [key, tensor] : plan.InitialState(init)) {
-    ACAN_RETURN_IF_ERROR(
-        PutConfirmed(space, layout.State(key, 0), Value::FromVector(std::move(tensor))));
-  }
+  ACAN_RETURN_IF_ERROR(
+      init.for_each_shard(plan, [&](const std::string& key, std::vector<float> tensor) {
+        return PutConfirmed(space, layout.State(key, 0), Value::FromVector(std::move(tensor)));
+      }));
   {
+    ACAN_ASSIGN_OR_RETURN(std::string model_sha256, init.model_sha256(plan));
     AuditLog audit(space, &layout, "job set-up", std::move(signer));
     audit.Append("job_start", {{"job", layout.job()},
                                {"config_sha256", ValueSha256(Value::FromString(ToToml(job)))},
-                               {"initial_model_sha256", nn::ModelSha256(init)}});
+                               {"initial_model_sha256", model_sha256}});
     ACAN_RETURN_IF_ERROR(audit.Flush());
   }
   Progress p;
@@ -78,6 +89,40 @@ Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job
   // Set up: the guard lapses now (a later job of the same id takes it at once).
   (void)Lease::FreeIfHeldBy(space, guard, "set-up");
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
+                        const nn::Model& init, const JobDescriptor* descriptor,
+                        std::shared_ptr<const AuditSigner> signer, const Env* env,
+                        int64_t task_size) {
+  InitialParameters params;
+  params.for_each_shard = [&](const nn::Plan& plan, const auto& emit) {
+    for (auto& [key, tensor] : plan.InitialState(init)) {
+      ACAN_RETURN_IF_ERROR(emit(key, std::move(tensor)));
+    }
+    return Status::Ok();
+  };
+  params.model_sha256 = [&](const nn::Plan&) -> Result<std::string> {
+    return nn::ModelSha256(init);
+  };
+  return SetUpJob(space, layout, job, params, descriptor, std::move(signer), env, task_size);
+}
+
+Status Manager::InitJob(Space* space, const Layout& layout, const JobConfig& job,
+                        const nn::InitialWeights& init, int64_t memory,
+                        const JobDescriptor* descriptor, std::shared_ptr<const AuditSigner> signer,
+                        const Env* env, int64_t task_size) {
+  InitialParameters params;
+  params.for_each_shard = [&](const nn::Plan& plan, const auto& emit) {
+    return plan.ForEachInitialShard(init, emit);
+  };
+  params.model_sha256 = [&](const nn::Plan& plan) {
+    return nn::StreamedModelSha256(plan.widths(), VersionRows(space, layout, plan, 0),
+                                   ReadBandRows(plan, memory));
+  };
+  return SetUpJob(space, layout, job, params, descriptor, std::move(signer), env, task_size);
 }
 
 Result<Progress> Manager::ReadProgress(Space* space, const Layout& layout) {
@@ -123,7 +168,8 @@ Status Manager::LoadState() {
       if (!key.empty()) shards.push_back(key);
     }
   }
-  ACAN_RETURN_IF_ERROR(versions_.Load(shards, progress_.next_step));
+  ACAN_RETURN_IF_ERROR(
+      versions_.Load(shards, progress_.next_step, [this] { return lease_.Keep(); }));
   next_admit_ = progress_.next_step;
   // A previous manager may have admitted up to `window` + 1 steps, and its handlers may have run
   // their tasks since: look at what is in the space before sending any of them again. Always,

@@ -206,16 +206,23 @@ Status Manager::FinalizeSteps() {
       AuditBatch& b = audit_batch_;
       if (b.first_step < 0) b.first_step = st.step;
       b.last_step = st.step;
-      for (auto& [shard, version, value] : versions_.TakeWritten()) {
-        b.from.emplace(shard, version);
-        b.last[shard] = {version, std::move(value)};
+      for (WrittenVersion& w : versions_.TakeWritten()) {
+        b.from.emplace(w.shard, w.version);
+        WrittenVersion& last = b.last[w.shard];
+        b.held -= int64_t(last.value.size());
+        last = std::move(w);
+        if (b.held + int64_t(last.value.size()) > AuditHoldLimit()) {
+          last.Hash();
+        } else {
+          b.held += int64_t(last.value.size());
+        }
       }
       if ((st.step + 1) % kAuditStepsPerRecord == 0 || st.step + 1 == total_steps_) {
         // The previous record is written before this one is made (versions a manager wrote
         // after its last record are in its successor's lease record, as the versions found).
         ACAN_RETURN_IF_ERROR(audit_->WaitWritten(audited_step_ticket_));
-        std::vector<std::tuple<std::string, int64_t, Value>> last;
-        for (auto& [shard, v] : b.last) last.emplace_back(shard, v.first, std::move(v.second));
+        std::vector<WrittenVersion> last;
+        for (auto& [shard, v] : b.last) last.push_back(std::move(v));
         audited_step_ticket_ =
             audit_->AppendVersions("versions", {{"steps", {b.first_step, b.last_step}}},
                                    std::move(last), true, std::move(b.from));

@@ -5,14 +5,17 @@
 #include <algorithm>
 #include <climits>
 
+#include "nn/safetensors.h"
 #include "runtime/state/confirmed_put.h"
 
 namespace acan::runtime {
 
-Status VersionStore::Load(const std::vector<std::string>& shards, int64_t oldest_step) {
+Status VersionStore::Load(const std::vector<std::string>& shards, int64_t oldest_step,
+                          const std::function<Status()>& keep) {
   versions_.clear();
   std::map<std::string, std::vector<std::pair<Key, int64_t>>> found;
   for (const std::string& shard : shards) {
+    if (keep) ACAN_RETURN_IF_ERROR(keep());
     ACAN_ASSIGN_OR_RETURN(auto all, space_->ReadAll(layout_->StatePattern(shard)));
     int64_t best = -1;
     for (const Tuple& t : all) {
@@ -73,7 +76,13 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
     outcome = Outcome::kRepeat;
   } else {
     ACAN_RETURN_IF_ERROR(PutConfirmed(space_, next, proposal->value));
-    written_.emplace_back(shard, step + 1, proposal->value);
+    WrittenVersion w{shard, step + 1, proposal->value, ""};
+    if (held_ + int64_t(w.value.size()) > hold_limit_) {
+      w.Hash();
+    } else {
+      held_ += int64_t(w.value.size());
+    }
+    written_.push_back(std::move(w));
   }
   v = step + 1;
   // The proposal (and any copy) goes with the step's other outputs when the step is cleaned up,
@@ -81,9 +90,71 @@ Result<VersionStore::Outcome> VersionStore::Apply(const std::string& shard, int6
   return outcome;
 }
 
+void WrittenVersion::Hash() {
+  sha256 = nn::BytesSha256({reinterpret_cast<const char*>(value.data()), value.size()});
+  value = Value();
+}
+
+std::vector<WrittenVersion> VersionStore::TakeWritten() {
+  held_ = 0;
+  std::vector<WrittenVersion> out;
+  out.swap(written_);
+  return out;
+}
+
 void VersionStore::DropStale(const std::string& shard, int64_t step) {
   const int64_t stale = step + 1 - window_;
   if (stale >= 0) (void)space_->Erase(layout_->State(shard, stale));
+}
+
+Result<std::vector<float>> ReadModelRows(Space* space, const Layout& layout, const nn::Plan& plan,
+                                         int64_t version, int layer, bool bias, int64_t r0,
+                                         int64_t r1) {
+  const int64_t cols = bias ? 1 : plan.widths()[layer];
+  std::vector<float> rows((r1 - r0) * cols);
+  for (const auto& [b0, b1] : plan.RowBlocks(layer, bias)) {
+    if (b1 <= r0 || b0 >= r1) continue;
+    // Each shard's rows inside [r0, r1) go where they belong: nothing but the band and one shard
+    // is held, however tall the block.
+    const int64_t from = std::max(b0, r0), to = std::min(b1, r1);
+    for (const nn::ShardSpec* s : plan.ShardsOfBlock(layer, bias, b0)) {
+      ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.State(s->key, version)));
+      if (!t.has_value()) {
+        return Status::DataLoss(
+            fmt::format("version {} of '{}' is not in the space", version, s->key));
+      }
+      const auto v = t->value.As<float>();
+      if (v.size() != static_cast<size_t>(s->Size())) {
+        return Status::DataLoss(fmt::format("version {} of '{}' holds {} values, not {}", version,
+                                            s->key, v.size(), s->Size()));
+      }
+      const int64_t width = s->c1 - s->c0;
+      for (int64_t r = from; r < to; ++r) {
+        std::copy_n(&v[(r - s->r0) * width], width, &rows[(r - r0) * cols + s->c0]);
+      }
+    }
+  }
+  return rows;
+}
+
+nn::BandReader VersionRows(Space* space, const Layout& layout, const nn::Plan& plan,
+                           int64_t version) {
+  return [space, &layout, &plan, version](int layer, bool bias, int64_t r0, int64_t r1) {
+    return ReadModelRows(space, layout, plan, version, layer, bias, r0, r1);
+  };
+}
+
+int64_t ReadBandRows(const nn::Plan& plan, int64_t memory) {
+  int64_t tallest = 1;
+  for (const nn::ShardSpec& s : plan.shards()) tallest = std::max(tallest, s.r1 - s.r0);
+  if (memory <= 0) return tallest;
+  // Within a budget, a band of the widest tensor is at most an eighth of it; a block taller than
+  // that is read in equal parts (each of its shards read once per part).
+  const int64_t widest = *std::max_element(plan.widths().begin(), plan.widths().end());
+  const int64_t fit = std::max<int64_t>(1, memory / 8 / (widest * int64_t(sizeof(float))));
+  if (tallest <= fit) return tallest;
+  const int64_t parts = (tallest + fit - 1) / fit;
+  return (tallest + parts - 1) / parts;
 }
 
 Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,

@@ -6,6 +6,7 @@
 // nothing can read them (DESIGN.md section 5). Not thread-safe: one manager owns one.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,10 +16,23 @@
 
 #include "acan/space.h"
 #include "nn/model.h"
+#include "nn/model_stream.h"
 #include "nn/plan.h"
 #include "runtime/core/layout.h"
 
 namespace acan::runtime {
+
+// A version as the audit log records it: its content, hashed later on the log's thread, or its
+// SHA-256 made at once (by a manager that must not hold a step's values until then).
+struct WrittenVersion {
+  std::string shard;
+  int64_t version = 0;
+  Value value;         // empty once hashed
+  std::string sha256;  // "" until hashed
+
+  // Hashes the content now and lets it go.
+  void Hash();
+};
 
 class VersionStore {
  public:
@@ -30,8 +44,10 @@ class VersionStore {
   // then drops the versions no task can read any more (a predecessor may have stopped before it
   // dropped them): those older than the window below both the slowest shard and `oldest_step`,
   // the oldest step not yet complete, whose tasks may have to run again on the versions they
-  // read even when every shard is past it already.
-  Status Load(const std::vector<std::string>& shards, int64_t oldest_step);
+  // read even when every shard is past it already. `keep` (the lease's) is called before each
+  // shard's read: a state of many large tiles takes longer to find than a lease lasts.
+  Status Load(const std::vector<std::string>& shards, int64_t oldest_step,
+              const std::function<Status()>& keep = nullptr);
 
   // The current version of a loaded shard. REQUIRES: Load named it.
   int64_t Current(const std::string& shard) const { return versions_.at(shard); }
@@ -59,19 +75,38 @@ class VersionStore {
   // them can go (its buffer back to the pool while still warm).
   void DropStale(const std::string& shard, int64_t step);
 
-  // The versions this store wrote since the last call (shard, version, value), for the audit log.
-  std::vector<std::tuple<std::string, int64_t, Value>> TakeWritten() { return std::move(written_); }
+  // The versions this store wrote since the last call, for the audit log: their contents while
+  // they fit the hold limit, their SHA-256 beyond it (a manager with a memory budget).
+  std::vector<WrittenVersion> TakeWritten();
+  void set_hold_limit(int64_t bytes) { hold_limit_ = bytes; }
 
  private:
   Space* space_;
   const Layout* layout_;
   int64_t window_;
   std::map<std::string, int64_t> versions_;
-  std::vector<std::tuple<std::string, int64_t, Value>> written_;
+  std::vector<WrittenVersion> written_;
+  int64_t held_ = 0;  // the bytes of the contents in written_
+  int64_t hold_limit_ = INT64_MAX;
 };
 
 // The model whose shards are at `version` in the space (DataLoss naming a shard that lacks it).
 Result<nn::Model> ReadModel(Space* space, const Layout& layout, const nn::Plan& plan,
                             int64_t version);
+// Rows [r0, r1) of one tensor of that model (layer `layer`'s weight, or its bias), row-major,
+// read from the shards of the row blocks they touch: what a process that must not hold the model
+// reads at a time (nn::BandReader).
+Result<std::vector<float>> ReadModelRows(Space* space, const Layout& layout, const nn::Plan& plan,
+                                         int64_t version, int layer, bool bias, int64_t r0,
+                                         int64_t r1);
+// ReadModelRows over `version`, as the nn functions that stream a model take it. REQUIRES: the
+// arguments outlive the reader.
+nn::BandReader VersionRows(Space* space, const Layout& layout, const nn::Plan& plan,
+                           int64_t version);
+// The rows such a pass reads at a time: the plan's tallest row block (a tile's edge; a whole
+// tensor's rows when its shards are whole), so that each band reads each shard once; with a
+// memory budget (> 0), a band of the widest tensor at most an eighth of it (a block then read in
+// equal parts, each reading its shards).
+int64_t ReadBandRows(const nn::Plan& plan, int64_t memory = 0);
 
 }  // namespace acan::runtime
