@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A layer no handler can hold, trained across processes under memory budgets (issue 44), measured
-# from outside: every handler's peak RSS (VmHWM in /proc/PID/status, polled) stays under its budget
-# plus the baseline measured here first (the same processes running a tiny tiles job). The job: a
-# 2048 x 2048 layer (16 MiB, 32 MiB with its velocity) and 4 handler processes at 4 MiB each, over
+# A layer no process can hold, trained across processes under memory budgets (issue 44), measured
+# from outside: every handler's and manager's peak RSS (VmHWM in /proc/PID/status, polled) stays
+# under its budget plus its role's baseline measured here first (the same processes running a tiny
+# tiles job). The job: a 2048 x 2048 layer (16 MiB, 32 MiB with its velocity), 4 handler processes
+# and the 2 managers (active and standby) at 4 MiB each, over
 # nats:local, 10 steps (some 10 000 space calls: this many tiles cost calls, not bytes), once fault-free and once with handlers SIGKILLed and restarted; both
 # bitwise an in-process run at the tiles the manager chose, the oracle at the server satisfied. A
 # budget no task fits is refused at start naming the layer. With --kills, the run with handlers
@@ -21,21 +22,30 @@ budget_kib=4096
 sanitized=0
 if grep -q -a -m1 "__asan_init" "$acan"; then sanitized=1; fi
 
-# peaks PID OUT: until PID exits, the peak VmHWM (kB) of every `acan handler` it started, one line
-# per process ("PID KB"), into OUT.
+# peaks PID OUT: until PID exits, the peak VmHWM (kB) of every `acan handler` and `acan manager`
+# it started, one line per process ("PID ROLE KB"), into OUT.
 peaks() {
-  declare -A hwm
-  local root=$1 out=$2 p v
+  declare -A hwm role
+  local root=$1 out=$2 p v line
   while kill -0 "$root" 2>/dev/null; do
     for p in $(pgrep -P "$root" || true); do
-      { tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null | grep -q " handler " || continue
+      line=$({ tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null || true)
+      case "$line" in
+        *" handler "*) role[$p]=handler ;;
+        *" manager "*) role[$p]=manager ;;
+        *) continue ;;
+      esac
       v=$(awk '/VmHWM/{print $2}' "/proc/$p/status" 2>/dev/null || true)
       [[ -n "$v" ]] && (( v > ${hwm[$p]:-0} )) && hwm[$p]=$v
     done
     sleep 0.05
   done
-  for p in "${!hwm[@]}"; do echo "$p ${hwm[$p]}"; done > "$out"
+  for p in "${!hwm[@]}"; do echo "$p ${role[$p]} ${hwm[$p]}"; done > "$out"
 }
+# highest FILE ROLE: the highest peak of that role's processes in a peaks file.
+highest() { awk -v r="$2" '$2 == r {print $3}' "$1" | sort -n | tail -1; }
+# spread FILE ROLE: "LOW-HIGH" of that role's peaks.
+spread() { awk -v r="$2" '$2 == r {print $3}' "$1" | sort -n | sed -n '1p;$p' | paste -sd-; }
 
 wide_job() {  # wide_job FILE HANDLER_MEMORY CHAOS SAMPLES (4 a step)
   cat > "$1" <<TOML
@@ -58,6 +68,7 @@ task_size = 0
 [runtime]
 handlers = 4
 handler_memory = "$2"
+manager_memory = "$2"
 ${3:-}
 TOML
 }
@@ -69,9 +80,11 @@ small_job "$work/small.toml" tiles 4 0 40
 run=$!; pids+=("$run")
 peaks "$run" "$work/small.peaks"
 wait "$run" || { cat "$work/small.log" >&2; fail "the baseline run failed"; }
-baseline=$(sort -k2 -n "$work/small.peaks" | tail -1 | cut -d' ' -f2)
+baseline=$(highest "$work/small.peaks" handler)
+manager_baseline=$(highest "$work/small.peaks" manager)
 [[ -n "$baseline" ]] || fail "no handler seen in the baseline run"
-echo "baseline: a handler of a tiny tiles job peaks at $baseline kB"
+[[ -n "$manager_baseline" ]] || fail "no manager seen in the baseline run"
+echo "baseline: a tiny tiles job's handlers peak at $baseline kB, its managers at $manager_baseline kB"
 
 check_run() {  # check_run NAME [CHAOS]: trains the wide job, checks the peaks and the weights
   local name=$1
@@ -84,17 +97,21 @@ check_run() {  # check_run NAME [CHAOS]: trains the wide job, checks the peaks a
   local edge
   edge=$(grep -m1 -o "tiles of [0-9]*" "$work/$name.log" | grep -o "[0-9]*$") ||
     fail "$name: the manager did not say how it cut the tiles"
-  local n over
-  n=$(wc -l < "$work/$name.peaks")
+  local n m over
+  n=$(grep -c " handler " "$work/$name.peaks" || true)
+  m=$(grep -c " manager " "$work/$name.peaks" || true)
   (( n >= 4 )) || fail "$name: $n handler processes seen, not 4 or more"
-  over=$(awk -v b="$baseline" -v m="$budget_kib" '$2 > b + m' "$work/$name.peaks")
+  (( m >= 2 )) || fail "$name: $m manager processes seen, not 2 or more"
+  over=$(awk -v b="$baseline" -v mb="$manager_baseline" -v m="$budget_kib" \
+    '($2 == "handler" && $3 > b + m) || ($2 == "manager" && $3 > mb + m)' "$work/$name.peaks")
   if ((sanitized)); then
     echo "$name: an AddressSanitizer build: its peaks are the sanitizer's, not checked"
     over=""
   fi
-  echo "$name: tiles of $edge; $n handler processes peaked at $(cut -d' ' -f2 "$work/$name.peaks" |
-    sort -n | sed -n '1p;$p' | tr '\n' ' ' | sed 's/ $//; s/ /-/') kB, against $baseline + $budget_kib"
-  [[ -z "$over" ]] || fail "$name: handlers over their budget plus the baseline: $over"
+  echo "$name: tiles of $edge; $n handler processes peaked at $(spread "$work/$name.peaks" handler)" \
+    "kB, against $baseline + $budget_kib; $m managers at $(spread "$work/$name.peaks" manager) kB," \
+    "against $manager_baseline + $budget_kib"
+  [[ -z "$over" ]] || fail "$name: processes over their budget plus the baseline: $over"
   /usr/bin/python3 - "$work/$name/summary.json" <<'PY' || fail "$name: the oracle at the server"
 import json, sys
 v = json.load(open(sys.argv[1]))["oracle"]["verdict"]
@@ -102,7 +119,7 @@ print("oracle:", v)
 sys.exit(0 if v == "ok" else 1)
 PY
   # The in-process run at the same tiles, without budgets: the same weights.
-  sed "s/^task_size = 0/task_size = $edge/; /^handler_memory/d; /^\[chaos\]/,\$d" \
+  sed "s/^task_size = 0/task_size = $edge/; /^handler_memory/d; /^manager_memory/d; /^\[chaos\]/,\$d" \
     "$work/$name.toml" > "$work/$name-ref.toml"
   "$acan" train "$work/$name-ref.toml" --out "$work/$name-ref" --quiet
   [[ "$(weights_of "$work/$name/summary.json")" == "$(weights_of "$work/$name-ref/summary.json")" ]] ||

@@ -42,8 +42,8 @@ using internal::PutUsage;
 
 // The end of a job for a manager with a memory budget: the trained model hashed, written to
 // `model_path` (unless "") and evaluated, each a row block at a time, never held whole. The
-// evaluation takes the data in groups that keep two layers' activations within an eighth of the
-// budget (kEvalChunkRows at most, Evaluate's own chunks).
+// evaluation takes the data in groups that keep two layers' activations within a sixteenth of
+// the budget (kEvalChunkRows at most, Evaluate's own chunks).
 Status FinishWithinBudget(Space& space, const runtime::Layout& layout, const nn::Plan& plan,
                           int64_t version, const JobConfig& job, const nn::Dataset& train,
                           int64_t memory, const std::string& model_path, ManagerReport* report) {
@@ -57,7 +57,7 @@ Status FinishWithinBudget(Space& space, const runtime::Layout& layout, const nn:
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, train));
   const nn::Dataset& data = test ? *test : train;
   const int64_t widest = *std::max_element(widths.begin(), widths.end());
-  const int64_t group = std::clamp<int64_t>(memory / 8 / (2 * widest * int64_t(sizeof(float))), 1,
+  const int64_t group = std::clamp<int64_t>(memory / 16 / (2 * widest * int64_t(sizeof(float))), 1,
                                             nn::kEvalChunkRows);
   ACAN_ASSIGN_OR_RETURN(nn::EvalReport r,
                         nn::EvaluateStreamed(widths, data, job, rows, band, group));

@@ -55,7 +55,7 @@ Manager::Manager(Space* space, Layout layout, const JobConfig* job, const nn::Da
 Manager::~Manager() = default;
 
 int64_t Manager::AuditHoldLimit() const {
-  return options_.memory > 0 ? options_.memory / 16 : INT64_MAX;
+  return options_.memory > 0 ? options_.memory / 32 : INT64_MAX;
 }
 
 Manager::TaskRun& Manager::TaskAt(const TaskRef& ref) {

@@ -64,9 +64,9 @@ struct ManagerSettings {
   bool probe = true;  // time one step's tasks locally to set the first timeouts
   // The manager's memory budget for the job's data (common/byte_size.h; 0: none). With one, it
   // never holds the model: the versions an audit record names are hashed as they are written
-  // once a sixteenth of the budget is held for each of the store, the record being made and the
-  // one being written, the final model is hashed in bands of rows, and the probe (which holds
-  // every shard) is left out when the state passes a quarter of it.
+  // once a 32nd of the budget is held for each of the store, the record being made and the one
+  // being written, the final model is hashed in bands of rows within a sixteenth of it, and the
+  // probe (which holds every shard) is left out when the state passes a quarter of it.
   int64_t memory = 0;
   // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
   // (runtime/core/straggler.h). Off (the default: the slow copy's work is thrown away), the window

@@ -148,10 +148,10 @@ int64_t ReadBandRows(const nn::Plan& plan, int64_t memory) {
   int64_t tallest = 1;
   for (const nn::ShardSpec& s : plan.shards()) tallest = std::max(tallest, s.r1 - s.r0);
   if (memory <= 0) return tallest;
-  // Within a budget, a band of the widest tensor is at most an eighth of it; a block taller than
-  // that is read in equal parts (each of its shards read once per part).
+  // Within a budget, a band of the widest tensor is at most a sixteenth of it; a block taller
+  // than that is read in equal parts (each of its shards read once per part).
   const int64_t widest = *std::max_element(plan.widths().begin(), plan.widths().end());
-  const int64_t fit = std::max<int64_t>(1, memory / 8 / (widest * int64_t(sizeof(float))));
+  const int64_t fit = std::max<int64_t>(1, memory / 16 / (widest * int64_t(sizeof(float))));
   if (tallest <= fit) return tallest;
   const int64_t parts = (tallest + fit - 1) / fit;
   return (tallest + parts - 1) / parts;

@@ -105,7 +105,7 @@ nn::BandReader VersionRows(Space* space, const Layout& layout, const nn::Plan& p
                            int64_t version);
 // The rows such a pass reads at a time: the plan's tallest row block (a tile's edge; a whole
 // tensor's rows when its shards are whole), so that each band reads each shard once; with a
-// memory budget (> 0), a band of the widest tensor at most an eighth of it (a block then read in
+// memory budget (> 0), a band of the widest tensor at most a sixteenth of it (a block then read in
 // equal parts, each reading its shards).
 int64_t ReadBandRows(const nn::Plan& plan, int64_t memory = 0);
 
