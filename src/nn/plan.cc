@@ -122,24 +122,6 @@ void ShardSpec::Place(std::span<const float> shard, std::vector<float>* rows,
     std::copy_n(&shard[(r - r0) * cols], cols, &(*rows)[(r - first_row) * ld + c0]);
 }
 
-std::vector<std::pair<int64_t, int64_t>> Plan::RowBlocks(int layer, bool bias) const {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const ShardSpec& s : shards_) {
-    if (s.layer == layer && s.bias == bias && (out.empty() || out.back().first != s.r0)) {
-      out.emplace_back(s.r0, s.r1);
-    }
-  }
-  return out;
-}
-
-std::vector<const ShardSpec*> Plan::ShardsOfBlock(int layer, bool bias, int64_t r0) const {
-  std::vector<const ShardSpec*> out;
-  for (const ShardSpec& s : shards_) {
-    if (s.layer == layer && s.bias == bias && s.r0 == r0) out.push_back(&s);
-  }
-  return out;
-}
-
 Status Plan::ForEachInitialShard(
     const InitialWeights& init,
     const std::function<Status(const std::string&, std::vector<float>)>& emit) const {

@@ -89,10 +89,6 @@ class Plan {
   Status ForEachInitialShard(
       const InitialWeights& init,
       const std::function<Status(const std::string&, std::vector<float>)>& emit) const;
-  // A tensor's row blocks, in order: the [r0, r1) its shards share (one block when it is whole),
-  // and the shards of the block that starts at r0.
-  std::vector<std::pair<int64_t, int64_t>> RowBlocks(int layer, bool bias) const;
-  std::vector<const ShardSpec*> ShardsOfBlock(int layer, bool bias, int64_t r0) const;
   // A model from shard tensors (`get(key)` returns the shard's current values; a tile of the
   // wrong size, such as the empty one of a failed read, is left out: zeros).
   template <typename Get>

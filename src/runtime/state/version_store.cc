@@ -112,26 +112,23 @@ Result<std::vector<float>> ReadModelRows(Space* space, const Layout& layout, con
                                          int64_t r1) {
   const int64_t cols = bias ? 1 : plan.widths()[layer];
   std::vector<float> rows((r1 - r0) * cols);
-  for (const auto& [b0, b1] : plan.RowBlocks(layer, bias)) {
-    if (b1 <= r0 || b0 >= r1) continue;
-    // Each shard's rows inside [r0, r1) go where they belong: nothing but the band and one shard
-    // is held, however tall the block.
-    const int64_t from = std::max(b0, r0), to = std::min(b1, r1);
-    for (const nn::ShardSpec* s : plan.ShardsOfBlock(layer, bias, b0)) {
-      ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.State(s->key, version)));
-      if (!t.has_value()) {
-        return Status::DataLoss(
-            fmt::format("version {} of '{}' is not in the space", version, s->key));
-      }
-      const auto v = t->value.As<float>();
-      if (v.size() != static_cast<size_t>(s->Size())) {
-        return Status::DataLoss(fmt::format("version {} of '{}' holds {} values, not {}", version,
-                                            s->key, v.size(), s->Size()));
-      }
-      const int64_t width = s->c1 - s->c0;
-      for (int64_t r = from; r < to; ++r) {
-        std::copy_n(&v[(r - s->r0) * width], width, &rows[(r - r0) * cols + s->c0]);
-      }
+  // Each shard's rows inside [r0, r1) go where they belong: nothing but the band and one shard
+  // is held, however tall the shard.
+  for (const nn::ShardSpec& s : plan.shards()) {
+    if (s.layer != layer || s.bias != bias || s.r1 <= r0 || s.r0 >= r1) continue;
+    ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.State(s.key, version)));
+    if (!t.has_value()) {
+      return Status::DataLoss(
+          fmt::format("version {} of '{}' is not in the space", version, s.key));
+    }
+    const auto v = t->value.As<float>();
+    if (v.size() != static_cast<size_t>(s.Size())) {
+      return Status::DataLoss(fmt::format("version {} of '{}' holds {} values, not {}", version,
+                                          s.key, v.size(), s.Size()));
+    }
+    const int64_t width = s.c1 - s.c0;
+    for (int64_t r = std::max(s.r0, r0); r < std::min(s.r1, r1); ++r) {
+      std::copy_n(&v[(r - s.r0) * width], width, &rows[(r - r0) * cols + s.c0]);
     }
   }
   return rows;
