@@ -134,9 +134,11 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   ACAN_RETURN_IF_ERROR(LoadState());
   ACAN_RETURN_IF_ERROR(AuditLease());
   if (progress_.finished) {  // a predecessor applied the last step: nothing is in flight
+    // It may have died before its job_end was in the chain (nothing follows one that is): ending
+    // the chain is what is left of its work, so it is part of this recovery.
+    ACAN_RETURN_IF_ERROR(AuditEnd());
     if (options_.on_recovered) options_.on_recovered(env_->Now() - active_at);
-    // It may have died before its job_end was in the chain (nothing follows one that is).
-    return AuditEnd();
+    return Status::Ok();
   }
   if (options_.probe && progress_.task_ns.empty() && ProbeFits()) {
     ProbeTasks();
