@@ -1,4 +1,4 @@
-# Sourced by scripts/test.sh and scripts/test-sanitize.sh.
+# Sourced by scripts/test.sh, test-tsan.sh, test-experiments.sh and test-sanitize.sh.
 # phase TEXT: says how long the run has taken so far (CI has a budget; this shows where it went).
 phase() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 # run_ctest LOG CTEST_ARGS...: ctest, and when a test fails, its assertions and sanitizer reports
