@@ -1,7 +1,8 @@
 // What the runtime decodes from tuples others wrote: task messages (with the task spec inside),
-// done reports, the lease, the job descriptor, the manager's progress, and the keys of the job's
-// layout. The first byte picks the decoder, the rest is the value. Property: a task message that
-// decodes encodes back to a message that decodes to the same spec.
+// done reports, the lease and a handler's alive tuple, the job descriptor, the manager's
+// progress, and the keys of the job's layout. The first byte picks the decoder, the rest is the
+// value. Property: a task message (and an alive tuple) that decodes encodes back to one that
+// decodes to the same.
 #include "runtime/core/messages.h"
 
 #include <cstdlib>
@@ -34,9 +35,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1:
       (void)runtime::DecodeDoneMessage(v);
       break;
-    case 2:
+    case 2: {
       (void)runtime::DecodeLeaseMessage(v);
+      auto alive = runtime::DecodeAliveMessage(v);  // a handler's alive tuple, on the same bytes
+      if (alive.ok()) {
+        auto again = runtime::DecodeAliveMessage(runtime::EncodeAliveMessage(*alive));
+        if (!again.ok() || again->incarnation != alive->incarnation ||
+            again->memory != alive->memory) {
+          std::abort();
+        }
+      }
       break;
+    }
     case 3:
       (void)runtime::DecodeJobDescriptor(v);
       break;

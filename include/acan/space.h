@@ -5,8 +5,9 @@
 //    limit Put waits (back-pressure) until its deadline, then fails with ResourceExhausted.
 //  - Read is non-blocking and returns the oldest match, or nothing. Get takes the oldest match,
 //    waiting until the deadline (Timeout). Take takes up to n matches (a pouch), waiting for the
-//    first one; ReadAll returns every match. Among matches, insertion order. Erase removes every
-//    match without returning it (a put racing with it may or may not be removed).
+//    first one; ReadAll returns every match, ReadKeys their keys alone. Among matches, insertion
+//    order. Erase removes every match without returning it (a put racing with it may or may not
+//    be removed).
 //  - Beside the tuples a space keeps cells: one value a key, changed only by a compare-and-set on
 //    its revision (SwapCell), so that of two writers who saw the same revision exactly one wins,
 //    across every client of the space. Cells are for small records that need that (the manager's
@@ -85,7 +86,18 @@ struct ACAN_EXPORT LatencyHistogram {
   uint64_t QuantileNs(double q) const;
 };
 
-enum class SpaceOp { kPut, kRead, kGet, kTake, kReadAll, kErase, kReadCell, kSwapCell, kCount };
+enum class SpaceOp {
+  kPut,
+  kRead,
+  kGet,
+  kTake,
+  kReadAll,
+  kErase,
+  kReadCell,
+  kSwapCell,
+  kReadKeys,
+  kCount
+};
 ACAN_EXPORT std::string_view SpaceOpName(SpaceOp op);
 
 struct SpaceStats {
@@ -137,6 +149,11 @@ class ACAN_EXPORT Space {
                                           Deadline deadline) = 0;
   // Every match (at most `limit`), oldest first; non-blocking.
   virtual Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit = SIZE_MAX) = 0;
+  // The keys of every match (at most `limit`), oldest first, without their values; non-blocking.
+  // What a look for which tuples exist needs: over NATS only the tuples' heads cross the wire,
+  // not a chunked value's bytes (nor are those bytes checked, as a read of them is). The default
+  // reads the matches (ReadAll) and keeps their keys.
+  virtual Result<std::vector<Key>> ReadKeys(const Pattern& pattern, size_t limit = SIZE_MAX);
   // Removes every match present when called, without returning the values; non-blocking; how
   // many it removed. The default takes them; a backend that can drop tuples where they are
   // stored, without moving their values (NATS: a purge), overrides it.
@@ -173,6 +190,11 @@ class ACAN_EXPORT Space {
     return ReadAll(Pattern::Exactly(key), limit);
   }
   Result<size_t> Erase(const Key& key) { return Erase(Pattern::Exactly(key)); }
+  // Whether a tuple under `key` is in the space, without reading its value (ReadKeys).
+  Result<bool> Contains(const Key& key) {
+    ACAN_ASSIGN_OR_RETURN(std::vector<Key> keys, ReadKeys(Pattern::Exactly(key), 1));
+    return !keys.empty();
+  }
 };
 
 using SpaceFactory =

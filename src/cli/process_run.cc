@@ -419,6 +419,16 @@ Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunS
                               .value_bytes_per_step = double(bytes_put + bytes_returned) / steps,
                               .space_calls = calls,
                               .space_calls_per_step = double(calls) / steps};
+  if (reports > 0) {
+    // The parameters (and velocities) read once and their new values written once.
+    double state = 0;
+    for (size_t l = 0; l + 1 < job.model.layers.size(); ++l) {
+      state += double(job.model.layers[l] + 1) * double(job.model.layers[l + 1]) * sizeof(float);
+    }
+    if (job.train.momentum > 0) state *= 2;
+    summary.traffic->minimum_bytes_per_step = 2 * state;
+    summary.traffic->per_step_over_minimum = summary.traffic->value_bytes_per_step / (2 * state);
+  }
   auto stats = spaces.watched->Stats();
   summary.space_at_end = runtime::SummarySpaceAtEnd{int64_t(stats.tuples), int64_t(stats.bytes)};
   if (const nats::NatsSpace* watched = spaces.nats()) {

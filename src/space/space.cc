@@ -54,6 +54,8 @@ std::string_view SpaceOpName(SpaceOp op) {
       return "read_cell";
     case SpaceOp::kSwapCell:
       return "swap_cell";
+    case SpaceOp::kReadKeys:
+      return "read_keys";
     case SpaceOp::kCount:
       break;
   }
@@ -95,6 +97,13 @@ Result<std::vector<Tuple>> Space::Take(std::string_view pattern, size_t max_coun
 Result<std::vector<Tuple>> Space::ReadAll(std::string_view pattern, size_t limit) {
   ACAN_ASSIGN_OR_RETURN(Pattern p, Pattern::Parse(pattern));
   return ReadAll(p, limit);
+}
+Result<std::vector<Key>> Space::ReadKeys(const Pattern& pattern, size_t limit) {
+  ACAN_ASSIGN_OR_RETURN(std::vector<Tuple> all, ReadAll(pattern, limit));
+  std::vector<Key> keys;
+  keys.reserve(all.size());
+  for (Tuple& t : all) keys.push_back(std::move(t.key));
+  return keys;
 }
 Result<size_t> Space::Erase(const Pattern& pattern) {
   auto taken = Take(pattern, SIZE_MAX, Deadline::Now());

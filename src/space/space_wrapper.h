@@ -20,6 +20,7 @@ class SpaceWrapper : public Space {
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
+  using Space::ReadKeys;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override {
     return inner_->Put(std::move(key), std::move(value), deadline);
@@ -34,6 +35,9 @@ class SpaceWrapper : public Space {
   }
   Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
     return inner_->ReadAll(p, limit);
+  }
+  Result<std::vector<Key>> ReadKeys(const Pattern& p, size_t limit) override {
+    return inner_->ReadKeys(p, limit);
   }
   Result<size_t> Erase(const Pattern& p) override { return inner_->Erase(p); }
   bool AcknowledgesPuts() const override { return inner_->AcknowledgesPuts(); }

@@ -210,6 +210,31 @@ TYPED_TEST_P(SpaceConformance, BulkTakeAndReadAll) {
   EXPECT_EQ(s->Stats().tuples, 0u);
 }
 
+// ReadKeys names what ReadAll returns, in the same order and within the same limit, and leaves
+// it in place; Contains says whether a key has a tuple.
+TYPED_TEST_P(SpaceConformance, ReadKeysNamesWhatReadAllReturns) {
+  auto s = this->Open();
+  for (const char* k : {"job.t.2", "job.t.0", "job.x", "job.t.1", "job.t.0"}) {
+    ASSERT_TRUE(s->Put(k, this->V(k)).ok());
+  }
+  for (const char* p : {"job.t.*", "job.>", "*.x", "job.t.0", "none.>"}) {
+    SCOPED_TRACE(p);
+    auto all = s->ReadAll(p);
+    auto keys = s->ReadKeys(Pattern::Parse(p).value());
+    ASSERT_TRUE(all.ok() && keys.ok());
+    ASSERT_EQ(keys->size(), all->size());
+    for (size_t i = 0; i < all->size(); ++i) EXPECT_EQ((*keys)[i].str(), (*all)[i].key.str());
+  }
+  auto two = s->ReadKeys(Pattern::Parse("job.>").value(), 2);
+  ASSERT_TRUE(two.ok());
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].str(), "job.t.2");
+  EXPECT_EQ((*two)[1].str(), "job.t.0");
+  EXPECT_EQ(*s->Contains(Key::Parse("job.t.1").value()), true);
+  EXPECT_EQ(*s->Contains(Key::Parse("job.t.3").value()), false);
+  EXPECT_EQ(s->Stats().tuples, 5u) << "nothing is removed";
+}
+
 TYPED_TEST_P(SpaceConformance, BlockedTakeWaitsForFirstMatch) {
   auto s = this->Open();
   Result<std::vector<Tuple>> got = Status::Internal("unset");
@@ -575,13 +600,16 @@ TYPED_TEST_P(SpaceConformance, NoFencedPutLandsAfterItsCellWasSwapped) {
               refused);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(
-    SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset, ReadDoesNotRemove,
-    BlockedGetWokenByPut, DeadlinesTimeOut, CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
-    BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll, BlockedTakeWaitsForFirstMatch,
-    BadInputIsRejectedAndNothingStored, StatsCountOperations, AgreesWithALinearModel,
-    OverlappingTakersTakeEachTupleOnce, EraseRemovesEveryMatchAndNothingElse,
-    CellsChangeOnlyFromTheirRevision, OfConcurrentSwapsFromOneRevisionOneWins,
-    FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision, NoFencedPutLandsAfterItsCellWasSwapped);
+REGISTER_TYPED_TEST_SUITE_P(SpaceConformance, MatchingRules, OldestMatchFirstAndMultiset,
+                            ReadDoesNotRemove, BlockedGetWokenByPut, DeadlinesTimeOut,
+                            CloseCancelsWaitersAndLaterCalls, OversizeValueRejected,
+                            BackPressureUntilDeadlineThenRoom, BulkTakeAndReadAll,
+                            ReadKeysNamesWhatReadAllReturns, BlockedTakeWaitsForFirstMatch,
+                            BadInputIsRejectedAndNothingStored, StatsCountOperations,
+                            AgreesWithALinearModel, OverlappingTakersTakeEachTupleOnce,
+                            EraseRemovesEveryMatchAndNothingElse, CellsChangeOnlyFromTheirRevision,
+                            OfConcurrentSwapsFromOneRevisionOneWins,
+                            FencedPutsLandOnlyWhileTheirCellIsAtTheirRevision,
+                            NoFencedPutLandsAfterItsCellWasSwapped);
 
 }  // namespace acan::testing

@@ -12,8 +12,11 @@
 
 #include "acan/acan.h"
 #include "nn/model.h"
+#include "nn/plan.h"
 #include "nn/trainer.h"
 #include "obs/http_server.h"
+#include "runtime/core/budget.h"
+#include "runtime/core/layout.h"
 #include "runtime/core/summary.h"
 #include "runtime/state/local_inputs.h"
 #include "space/space_wrapper.h"
@@ -366,6 +369,63 @@ TEST(ApiTest, HandlersMakingTheirInputsGiveTheReferenceWeightsWithNoInputInTheSp
       }
     }
   }
+}
+
+// A handler started with a memory budget announces it before the job exists; the manager that
+// then makes the job (whose file names no budget) cuts its tiles so that every task fits it:
+// at the edge the job would get otherwise, its largest task would not. Bitwise the reference.
+TEST(ApiTest, AHandlerAnnouncesItsBudgetAndTheManagerCutsTheTilesToFitIt) {
+  JobConfig job = Feasibility(64);
+  job.model.layers = {64, 512, 512, 10};
+  job.model.loss = LossKind::kSoftmaxCrossEntropy;
+  job.model.activation = Activation::kRelu;
+  job.train.epochs = 1;
+  job.train.batch = 16;
+  job.partition.task_size = 0;
+  job.runtime.handler_memory.clear();
+  constexpr int64_t kBudget = 2 << 20;  // beside a handler's workspace, room for 0.5 MiB of task
+  constexpr int64_t kRoom = kBudget - runtime::kWorkspaceBytes;
+  const int64_t free_edge = runtime::InitialTaskSize(job.model.layers, true, job.train.batch);
+  ASSERT_GT(runtime::LargestTask(*nn::Plan::Create(job, free_edge, 64), 16).largest_bytes, kRoom)
+      << "the job's own cut fits the budget already: the test proves nothing";
+
+  auto space = OpenSpace("mem:");
+  ASSERT_TRUE(space.ok());
+  const runtime::Layout layout("budget");
+  Result<HandlerReport> handled = Status::Internal("not run");
+  std::thread handler([&] {
+    HandlerOptions ho;
+    ho.id = 0;
+    ho.memory = kBudget;
+    handled = RunHandler(**space, "budget", ho);
+  });
+  // The handler has announced itself before the manager starts.
+  for (int i = 0; i < 500 && !*(*space)->Contains(layout.Alive(0)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(*(*space)->Contains(layout.Alive(0))) << "the handler did not announce itself";
+  ManagerOptions mo;
+  mo.job_id = "budget";
+  auto m = RunManager(**space, job, mo);
+  handler.join();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(handled.ok()) << handled.status().ToString();
+  EXPECT_GT(handled->tasks, 0);
+
+  auto descriptor = (*space)->Read(layout.JobDescriptor());
+  ASSERT_TRUE(descriptor.ok() && descriptor->has_value());
+  auto d = runtime::DecodeJobDescriptor((*descriptor)->value);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto made = ParseJobString(d->job_toml, "the descriptor");
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  const int64_t edge = made->partition.task_size;
+  EXPECT_LT(edge, free_edge);
+  EXPECT_LE(runtime::LargestTask(*nn::Plan::Create(job, edge, 64), 16).largest_bytes, kRoom)
+      << "tiles of " << edge;
+  JobConfig at_edge = job;
+  at_edge.partition.task_size = edge;
+  ASSERT_TRUE(m->model.has_value());
+  EXPECT_EQ(m->model->Sha256(), ReferenceSha(at_edge));
 }
 
 // A handler whose copy of the data is not the manager's refuses to run, naming why.

@@ -16,6 +16,7 @@
 #include "nn/dataset.h"
 #include "nn/row_cache.h"
 #include "runtime/api/roles_internal.h"
+#include "runtime/core/messages.h"
 #include "runtime/handler/handler.h"
 #include "runtime/manager/manager.h"
 #include "runtime/state/liveness.h"
@@ -35,8 +36,8 @@ Result<int64_t> NextIncarnation(Space& space, const runtime::Layout& layout, int
   ACAN_ASSIGN_OR_RETURN(auto alive, space.ReadAll(layout.Alive(id)));
   int64_t last = 0;
   for (const Tuple& t : alive) {
-    auto v = t.value.As<int64_t>();
-    if (v.size() == 1) last = std::max(last, v[0]);
+    auto a = runtime::DecodeAliveMessage(t.value);
+    if (a.ok()) last = std::max(last, a->incarnation);
   }
   return last + 1;
 }
@@ -144,6 +145,13 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     ACAN_ASSIGN_OR_RETURN(nn::TaskType type, nn::ParseTaskType(name));
     ho.capabilities.push_back(type);
   }
+  ACAN_ASSIGN_OR_RETURN(ho.incarnation, NextIncarnation(space, layout, options.id));
+  if (options.memory > 0) {
+    // Its budget announced before the job may exist: a manager that sets the job up after this
+    // cuts the tiles to fit it (Announce replaces this tuple once the handler has joined).
+    ACAN_RETURN_IF_ERROR(space.Put(layout.Alive(options.id),
+                                   runtime::EncodeAliveMessage({ho.incarnation, options.memory})));
+  }
   ACAN_ASSIGN_OR_RETURN(std::unique_ptr<LocalData> local,
                         JoinJob(space, layout, options.stop, options.poll, options.data_cache));
   if (local) {
@@ -164,7 +172,6 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   runtime::SlowedEnv slowed(runtime::Env::Default(),
                             options.speed != nullptr ? options.speed : &fixed_speed);
   if (options.slowdown > 1.0 || options.speed != nullptr) ho.env = &slowed;
-  ACAN_ASSIGN_OR_RETURN(ho.incarnation, NextIncarnation(space, layout, options.id));
   // The kill-point test hook (common/kill_point.h), for the handler it names.
   if (const char* target = std::getenv("ACAN_TEST_KILL_HANDLER");
       target != nullptr && std::to_string(options.id) == target) {

@@ -25,6 +25,7 @@
 #include "runtime/api/training.h"
 #include "runtime/audit/audit.h"
 #include "runtime/core/budget.h"
+#include "runtime/core/messages.h"
 #include "runtime/manager/grain.h"
 #include "runtime/manager/manager.h"
 #include "runtime/run/artefacts.h"
@@ -63,6 +64,23 @@ Status FinishWithinBudget(Space& space, const runtime::Layout& layout, const nn:
                         nn::EvaluateStreamed(widths, data, job, rows, band, group));
   report->evaluation = nn::ToPublicEval(r, test ? "test" : "train", data.classification);
   return Status::Ok();
+}
+
+// The budgets a new job's tiles must fit: the job's, and those the handlers waiting for it have
+// announced (a handler started with --memory announces itself before the job exists).
+Result<std::vector<int64_t>> AnnouncedBudgets(Space& space, const runtime::Layout& layout,
+                                              std::vector<int64_t> budgets) {
+  ACAN_ASSIGN_OR_RETURN(auto alive, space.ReadAll(layout.AllAlivePattern()));
+  for (const Tuple& t : alive) {
+    auto a = runtime::DecodeAliveMessage(t.value);
+    if (!a.ok() || a->memory <= 0) continue;
+    if (runtime::SmallestBudget(budgets) == 0 || a->memory < runtime::SmallestBudget(budgets)) {
+      spdlog::info("job '{}': {} announced a memory budget of {}", layout.job(), t.key.str(),
+                   HumanBytes(double(a->memory)));
+    }
+    budgets.push_back(a->memory);
+  }
+  return budgets;
 }
 
 }  // namespace
@@ -133,7 +151,9 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   // A tiles job's shards are its tiles: their edge is chosen once, so that every task fits the
   // smallest handler budget with the data a handler holds, and is the job's as made.
   const bool tiles = job.partition.strategy == Strategy::kTiles;
-  const int64_t smallest = runtime::SmallestBudget(job.runtime.handler_memory);
+  ACAN_ASSIGN_OR_RETURN(const std::vector<int64_t> budgets,
+                        AnnouncedBudgets(space, layout, job.runtime.handler_memory));
+  const int64_t smallest = runtime::SmallestBudget(budgets);
   if (!exists && (smallest > 0 || (tiles && job.partition.task_size == 0))) {
     const int64_t data_bytes =
         options.handlers_read_data

@@ -67,6 +67,11 @@ Result<std::vector<Tuple>> CrashableSpace::ReadAll(const Pattern& p, size_t limi
   return inner()->ReadAll(p, limit);
 }
 
+Result<std::vector<Key>> CrashableSpace::ReadKeys(const Pattern& p, size_t limit) {
+  ACAN_RETURN_IF_ERROR(Enter());
+  return inner()->ReadKeys(p, limit);
+}
+
 Result<Cell> CrashableSpace::ReadCell(const Key& key) {
   ACAN_RETURN_IF_ERROR(Enter());
   return inner()->ReadCell(key);

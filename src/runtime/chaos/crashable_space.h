@@ -39,6 +39,7 @@ class CrashableSpace final : public SpaceWrapper {
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
+  using Space::ReadKeys;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
   Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
@@ -46,6 +47,7 @@ class CrashableSpace final : public SpaceWrapper {
   Result<Tuple> Get(const Pattern& p, Deadline d) override;
   Result<std::vector<Tuple>> Take(const Pattern& p, size_t n, Deadline d) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override;
+  Result<std::vector<Key>> ReadKeys(const Pattern& p, size_t limit) override;
   Result<Cell> ReadCell(const Key& key) override;
   // A write (see KillAtWrite), which dies before it lands.
   Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,

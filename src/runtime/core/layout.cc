@@ -74,6 +74,7 @@ Pattern Layout::ClaimPattern(std::string_view task_key) const {
 Pattern Layout::AllClaimsPattern() const { return MakePattern(job_ + ".claim.>"); }
 Key Layout::StepOpen(int64_t step) const { return Make(fmt::format("{}.step.s{}", job_, step)); }
 Key Layout::Alive(int handler) const { return Make(fmt::format("{}.alive.h{}", job_, handler)); }
+Pattern Layout::AllAlivePattern() const { return MakePattern(job_ + ".alive.*"); }
 Key Layout::ManagerState() const { return Make(job_ + ".m.state"); }
 Key Layout::Lease() const { return Make(job_ + ".m.lease"); }
 Key Layout::AuditRecord(int64_t seq) const { return Make(fmt::format("{}.audit.a{}", job_, seq)); }

@@ -97,6 +97,7 @@ class Layout {
   // after it is gone takes them back, so nothing of a finished step stays behind.
   Key StepOpen(int64_t step) const;
   Key Alive(int handler) const;
+  Pattern AllAlivePattern() const;  // every handler's alive tuple
   Key ManagerState() const;
   Key Lease() const;
   // What the manager puts fenced by its lease (the parameter versions and its state), the lease

@@ -162,6 +162,30 @@ Result<DoneMessage> DecodeDoneMessage(const Value& v) {
   return m;
 }
 
+Value EncodeAliveMessage(const AliveMessage& m) {
+  return Value::FromVector(std::vector<int64_t>{m.incarnation, m.memory});
+}
+
+Result<AliveMessage> DecodeAliveMessage(const Value& v) {
+  if (v.size() % sizeof(int64_t) != 0) {
+    return Status::DataLoss(fmt::format("an alive tuple of {} bytes: not int64s", v.size()));
+  }
+  const size_t n = v.size() / sizeof(int64_t);
+  if (n != 1 && n != 2) {
+    return Status::DataLoss(
+        fmt::format("an alive tuple holds an incarnation and a memory budget, not {} int64s", n));
+  }
+  int64_t a[2] = {0, 0};
+  std::memcpy(a, v.data(), v.size());
+  AliveMessage m;
+  m.incarnation = a[0];
+  m.memory = a[1];
+  if (m.memory < 0) {
+    return Status::DataLoss(fmt::format("an alive tuple with a memory budget of {}", m.memory));
+  }
+  return m;
+}
+
 Value EncodeLeaseMessage(const LeaseMessage& m) {
   Writer w;
   w.Pod(kLeaseMagic);

@@ -1,6 +1,7 @@
-// The values of the runtime's tuples: a task to run, a handler's done report, the manager's
-// lease. Binary, little-endian, versioned by a magic number; Decode checks every length, so a
-// corrupt or foreign tuple is a DataLoss error, never a crash. Plain values; thread-safe.
+// The values of the runtime's tuples: a task to run, a handler's done report, its alive tuple,
+// the manager's lease. Binary, little-endian, versioned by a magic number (the alive tuple: two
+// int64s); Decode checks every length, so a corrupt or foreign tuple is a DataLoss error, never a
+// crash. Plain values; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,16 @@ struct DoneMessage {
 };
 Value EncodeDoneMessage(const DoneMessage& m);
 Result<DoneMessage> DecodeDoneMessage(const Value& v);
+
+// A handler's alive tuple (<job>.alive.h<id>): the incarnation that announced itself, and the
+// memory budget it runs under (bytes; 0: none), which the manager cuts a new job's tiles by.
+// Two int64s; one alone (as written before budgets were announced) reads as no budget.
+struct AliveMessage {
+  int64_t incarnation = 0;
+  int64_t memory = 0;
+};
+Value EncodeAliveMessage(const AliveMessage& m);
+Result<AliveMessage> DecodeAliveMessage(const Value& v);
 
 struct LeaseMessage {
   std::string owner;

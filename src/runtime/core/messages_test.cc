@@ -84,6 +84,25 @@ TEST(MessagesTest, ADoneReportCarriesWhatWasMissing) {
 // A count or a size in a message is checked before room is made for it: a task message claiming
 // more inputs than its bytes can hold, and a spec whose widths multiply past the largest tensor,
 // are refused with what they claim.
+// A handler's alive tuple carries its budget; one written before budgets were (an incarnation
+// alone) reads as no budget; anything else is refused.
+TEST(MessagesTest, AnAliveTupleCarriesTheHandlersBudget) {
+  auto a = DecodeAliveMessage(EncodeAliveMessage({3, int64_t{16} << 20}));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->incarnation, 3);
+  EXPECT_EQ(a->memory, int64_t{16} << 20);
+  auto old = DecodeAliveMessage(Value::FromVector(std::vector<int64_t>{7}));
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->incarnation, 7);
+  EXPECT_EQ(old->memory, 0);
+  EXPECT_EQ(DecodeAliveMessage(Value::FromVector(std::vector<int64_t>{1, 2, 3})).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeAliveMessage(Value::FromVector(std::vector<int64_t>{1, -5})).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeAliveMessage(Value::FromString("abc")).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeAliveMessage(Value()).status().code(), StatusCode::kDataLoss);
+}
+
 TEST(MessagesTest, ClaimedSizesAreCheckedBeforeAnythingIsAllocated) {
   const nn::TaskSpec spec = UpdateTask();
   Value good = EncodeTaskMessage(1, {"k"}, nn::EncodeTask(spec));

@@ -255,6 +255,8 @@ SummaryTraffic ReadTraffic(const json& v, const std::string& path) {
   t.value_bytes_per_step = f.Need("value_bytes_per_step", Num);
   t.space_calls = f.Need("space_calls", Int);
   t.space_calls_per_step = f.Need("space_calls_per_step", Num);
+  t.minimum_bytes_per_step = f.Maybe("minimum_bytes_per_step", Num);
+  t.per_step_over_minimum = f.Maybe("per_step_over_minimum", Num);
   return t;
 }
 
@@ -510,6 +512,8 @@ void to_json(json& j, const SummaryTraffic& t) {
        {"value_bytes_per_step", t.value_bytes_per_step},
        {"space_calls", t.space_calls},
        {"space_calls_per_step", t.space_calls_per_step}};
+  PutIf(j, "minimum_bytes_per_step", t.minimum_bytes_per_step);
+  PutIf(j, "per_step_over_minimum", t.per_step_over_minimum);
 }
 
 void to_json(json& j, const SummarySpaceAtEnd& s) {

@@ -231,6 +231,10 @@ struct SummaryTraffic {
   double value_bytes_per_step = 0;
   int64_t space_calls = 0;
   double space_calls_per_step = 0;
+  // The least a step must move: the parameters (and velocities) read once and their new values
+  // written once, twice the state's bytes; and value_bytes_per_step against it.
+  std::optional<double> minimum_bytes_per_step;
+  std::optional<double> per_step_over_minimum;
 };
 
 // "space_at_end" (the supervisor's).

@@ -44,9 +44,10 @@ Status Handler::Announce() {
   const Key key = layout_.Alive(options_.id);
   auto old = space_->Take(key, 16, Deadline::Now());
   if (!old.ok() && !old.status().IsTimeout()) return old.status();
-  ACAN_RETURN_IF_ERROR(
-      space_->Put(key, Value::FromVector(std::vector<int64_t>{options_.incarnation})));
-  spdlog::info("handler {} (incarnation {}) joined the job", options_.id, options_.incarnation);
+  ACAN_RETURN_IF_ERROR(space_->Put(
+      key, EncodeAliveMessage({options_.incarnation, std::max<int64_t>(0, options_.memory)})));
+  spdlog::info("handler {} (incarnation {}{}) joined the job", options_.id, options_.incarnation,
+               options_.memory > 0 ? ", memory budget " + HumanBytes(double(options_.memory)) : "");
   if (options_.incarnation > 1) {
     // Back after a crash: tell the manager at once, through the channel it waits on, that any
     // claim of an earlier incarnation of ours is dead.

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "nn/model.h"
+#include "runtime/core/messages.h"
 #include "runtime/manager/manager.h"
 #include "runtime/state/version_store.h"
 
@@ -42,9 +43,10 @@ Status Manager::AuditHandler(int handler) {
   // A notice says handler `handler` came back or went: its alive tuple says which.
   ACAN_ASSIGN_OR_RETURN(auto alive, space_->Read(layout_.Alive(handler)));
   if (alive.has_value()) {
-    auto v = alive->value.As<int64_t>();
-    audit_->Append("handler_joined",
-                   {{"handler", handler}, {"incarnation", v.size() == 1 ? v[0] : int64_t{0}}});
+    auto a = DecodeAliveMessage(alive->value);
+    audit_->Append("handler_joined", {{"handler", handler},
+                                      {"incarnation", a.ok() ? a->incarnation : int64_t{0}},
+                                      {"memory", a.ok() ? a->memory : int64_t{0}}});
   } else {
     audit_->Append("handler_left", {{"handler", handler}});
   }

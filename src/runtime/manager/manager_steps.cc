@@ -51,8 +51,8 @@ Status Manager::Admit(int64_t step) {
   if (!local_inputs_) {
     for (auto& [key, tensor] : InputsOf(*plan_, step, rows)) {
       if (recovering) {
-        ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.Tensor(key)));
-        if (t.has_value()) continue;
+        ACAN_ASSIGN_OR_RETURN(const bool there, space_->Contains(layout_.Tensor(key)));
+        if (there) continue;
       }
       ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
     }
@@ -81,8 +81,10 @@ Status Manager::Recover(ActiveStep& st) {
       if (nn::Plan::IsStateKey(out) && versions_.Current(out) > st.step) {
         continue;  // applied by the previous manager
       }
-      ACAN_ASSIGN_OR_RETURN(auto p, ReadOutput(layout_.Output(out, st.step)));
-      done = done && p.has_value();
+      // Whether it is there, not its bytes: a tampered output is refused where it is read (by
+      // the task that reads it, or by the update that applies a proposal).
+      ACAN_ASSIGN_OR_RETURN(const bool there, space_->Contains(layout_.Output(out, st.step)));
+      done = done && there;
     }
     bool held = queued.count(layout_.Task(t.spec.type, t.spec.key).str()) > 0;
     if (!done && !held) {  // a live handler may be running it right now
@@ -97,9 +99,21 @@ Status Manager::Recover(ActiveStep& st) {
     for (const std::string& out : t.spec.outputs) {
       if (!nn::Plan::IsStateKey(out)) {
         (void)st.Provide(out);  // what becomes ready is released below, with the rest
-      } else if (versions_.Current(out) == st.step) {
-        ACAN_RETURN_IF_ERROR(ApplyUpdate(out, st.step));
+        continue;
       }
+      if (versions_.Current(out) != st.step) continue;
+      Status applied = ApplyUpdate(out, st.step);
+      if (applied.IsNotFound() || IsTampered(applied)) {
+        // Its proposal is gone since it was seen, or not its handler's bytes: made again.
+        if (IsTampered(applied)) RecordTampering(layout_.Proposal(out, st.step), applied);
+        t.done = false;
+        --st.done;
+        dispatcher_.AddInFlight();
+        ACAN_RETURN_IF_ERROR(
+            Dispatch(st, t, applied.IsNotFound() ? "lost-result" : "tampered-result"));
+        break;
+      }
+      ACAN_RETURN_IF_ERROR(applied);
     }
   }
   return Status::Ok();

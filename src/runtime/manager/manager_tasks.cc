@@ -195,9 +195,14 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
           fmt::format("task '{}' reports a missing input '{}', not a key of '{}'", t.spec.key, text,
                       layout_.job()));
     }
-    ACAN_ASSIGN_OR_RETURN(auto present,
-                          parsed->kind == KeyKind::kState ? space_->Read(*key) : ReadOutput(*key));
-    if (present.has_value()) continue;  // it landed late: sending the task again is enough
+    bool present = false;
+    if (parsed->kind == KeyKind::kState) {
+      ACAN_ASSIGN_OR_RETURN(present, space_->Contains(*key));
+    } else {
+      ACAN_ASSIGN_OR_RETURN(auto output, ReadOutput(*key));
+      present = output.has_value();
+    }
+    if (present) continue;  // it landed late: sending the task again is enough
     if (parsed->kind == KeyKind::kState) {
       // Every copy reads the version its first copy read, kept until the step is complete:
       // sending it again would find it missing again.

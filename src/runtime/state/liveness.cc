@@ -19,8 +19,8 @@ Status Liveness::Fold(const Tuple& claim, std::map<int, std::optional<int64_t>>&
     ACAN_ASSIGN_OR_RETURN(auto tuple, space_->Read(layout_->Alive(parsed->handler)));
     std::optional<int64_t> incarnation;
     if (tuple.has_value()) {
-      auto a = tuple->value.As<int64_t>();
-      incarnation = a.size() == 1 ? a[0] : -1;
+      auto a = DecodeAliveMessage(tuple->value);
+      incarnation = a.ok() ? a->incarnation : -1;
     }
     known = alive.emplace(parsed->handler, incarnation).first;
   }
@@ -91,8 +91,8 @@ Status AnnounceDeath(Space* space, const Layout& layout, int handler, int64_t in
   if (!alive.ok() && !alive.status().IsTimeout()) return alive.status();
   if (alive.ok()) {
     for (const Tuple& t : *alive) {  // a newer incarnation's tuple stays
-      auto v = t.value.As<int64_t>();
-      if (v.size() == 1 && v[0] > incarnation) ACAN_RETURN_IF_ERROR(space->Put(key, t.value));
+      auto a = DecodeAliveMessage(t.value);
+      if (a.ok() && a->incarnation > incarnation) ACAN_RETURN_IF_ERROR(space->Put(key, t.value));
     }
   }
   return PutRestartNotice(space, layout, handler);

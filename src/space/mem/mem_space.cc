@@ -253,6 +253,19 @@ Result<std::vector<Tuple>> MemSpace::ReadAll(const Pattern& pattern, size_t limi
   return out;
 }
 
+Result<std::vector<Key>> MemSpace::ReadKeys(const Pattern& pattern, size_t limit) {
+  const auto start = Clock::now();
+  MutexLock lock(mu_);
+  if (closed_) {
+    stats_.Record(SpaceOp::kReadKeys, start, CancelledStatus());
+    return CancelledStatus();
+  }
+  std::vector<Key> out;
+  for (Tuple& t : index_.ReadAll(pattern, limit)) out.push_back(std::move(t.key));
+  stats_.Record(SpaceOp::kReadKeys, start, Status::Ok());
+  return out;
+}
+
 Result<Cell> MemSpace::ReadCell(const Key& key) {
   const auto start = Clock::now();
   Cell out;

@@ -29,6 +29,7 @@ class MemSpace final : public Space {
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
+  using Space::ReadKeys;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
   Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
@@ -37,6 +38,7 @@ class MemSpace final : public Space {
   Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
                                   Deadline deadline) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit) override;
+  Result<std::vector<Key>> ReadKeys(const Pattern& pattern, size_t limit) override;
   Result<Cell> ReadCell(const Key& key) override;
   Result<uint64_t> SwapCell(const Key& key, Value value, uint64_t expected,
                             Deadline deadline) override;

@@ -110,6 +110,7 @@ class NatsSpace final : public Space {
   using Space::Put;
   using Space::Read;
   using Space::ReadAll;
+  using Space::ReadKeys;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override;
   Status PutFenced(Key key, Value value, const Fence& fence, Deadline deadline) override;
@@ -118,6 +119,7 @@ class NatsSpace final : public Space {
   Result<std::vector<Tuple>> Take(const Pattern& pattern, size_t max_count,
                                   Deadline deadline) override;
   Result<std::vector<Tuple>> ReadAll(const Pattern& pattern, size_t limit) override;
+  Result<std::vector<Key>> ReadKeys(const Pattern& pattern, size_t limit) override;
   // One look at the server's per-subject counts and, when something matches, one purge by
   // subject: no value crosses the wire. Matches with chunked values are taken instead (a purge
   // would leave their chunks behind).

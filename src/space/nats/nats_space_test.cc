@@ -3,8 +3,11 @@
 // space, nats:local, a server restart, and clear errors for bad URIs.
 #include "space/nats/nats_space.h"
 
+#include <linux/tcp.h>
 #include <nats/nats.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -164,6 +167,49 @@ TEST(NatsSpaceTest, ValuesLargerThanAMessageAreSplitAndReassembled) {
     EXPECT_EQ(raw.Messages(stream + "_t_param"), 0u);
     EXPECT_EQ(raw.Messages(stream + "_c_param"), 0u) << "the taker removes the chunks";
   }
+}
+
+// What this process's TCP sockets have received (TCP_INFO's tcpi_bytes_received, summed over
+// its open sockets): the bytes that came over the wire, counted by the kernel, not by acan or
+// libnats.
+uint64_t BytesReceivedByThisProcess() {
+  uint64_t total = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (ec || target.rfind("socket:", 0) != 0) continue;
+    const int fd = std::stoi(entry.path().filename().string());
+    tcp_info info{};
+    socklen_t size = sizeof(info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) == 0 &&
+        size >= offsetof(tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received)) {
+      total += info.tcpi_bytes_received;
+    }
+  }
+  return total;
+}
+
+// Keys alone cross the wire: a chunked value's bytes are not fetched, so a look for which
+// versions exist is cheap.
+TEST(NatsSpaceTest, ReadKeysLeavesChunkedValuesOnTheServer) {
+  const std::string stream = testing::UniqueStream("keys");
+  auto space = MustOpen(testing::TestServer().url() + "?stream=" + stream + "&storage=memory");
+  const size_t big = 4 * dynamic_cast<NatsSpace&>(*space).chunk_bytes();
+  for (const char* k : {"param.w.v1", "param.w.v2", "param.b.v1"}) {
+    ASSERT_TRUE(space->Put(k, Pattern(big, 7)).ok());
+  }
+  const uint64_t before = BytesReceivedByThisProcess();
+  auto keys = space->ReadKeys(Pattern::Parse("param.w.*").value());
+  const uint64_t for_keys = BytesReceivedByThisProcess() - before;
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  ASSERT_EQ(keys->size(), 2u);
+  EXPECT_EQ((*keys)[0].str(), "param.w.v1");
+  EXPECT_EQ((*keys)[1].str(), "param.w.v2");
+  EXPECT_LT(for_keys, big / 4) << "received " << for_keys << " bytes for two keys";
+  // The measure sees values when they do come: a read of both brings their bytes.
+  auto all = space->ReadAll("param.w.*");
+  ASSERT_TRUE(all.ok());
+  EXPECT_GE(BytesReceivedByThisProcess() - before - for_keys, 2 * big);
 }
 
 TEST(NatsSpaceTest, ATornValueIsNeverReturned) {

@@ -255,6 +255,26 @@ Result<std::vector<Tuple>> NatsSpace::ReadAll(const Pattern& pattern, size_t lim
   return found;
 }
 
+// The heads alone: a chunked value's chunks are neither fetched nor checked.
+Result<std::vector<Key>> NatsSpace::ReadKeys(const Pattern& pattern, size_t limit) {
+  const auto start = Clock::now();
+  auto scan = [&]() -> Result<std::vector<Key>> {
+    if (closed_.load()) return CancelledStatus();
+    std::vector<Key> out;
+    ACAN_ASSIGN_OR_RETURN(std::vector<Cursor> cursors, CursorsFor(pattern));
+    const Deadline deadline = NonBlocking();
+    while (out.size() < limit) {
+      ACAN_ASSIGN_OR_RETURN(std::optional<Head> head, NextMatch(cursors, deadline));
+      if (!head) break;
+      out.push_back(std::move(head->key));
+    }
+    return out;
+  };
+  auto found = scan();
+  stats_.Record(SpaceOp::kReadKeys, start, found.status());
+  return found;
+}
+
 Result<Tuple> NatsSpace::Get(const Pattern& pattern, Deadline deadline) {
   const auto start = Clock::now();
   std::optional<Tuple> taken;
