@@ -1,6 +1,7 @@
 #include "runtime/handler/handler.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -391,6 +392,9 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - taken).count();
   stats_->io_ns.fetch_add(std::max<int64_t>(0, in_hand_ns - exec_ns));
   stats_->work.fetch_add(nn::TaskWork(m.spec));
+  // Within a budget, the task's freed buffers go back to the kernel (glibc keeps free heap pages
+  // below its top resident): what the process holds from outside follows what it holds.
+  if (options_.memory > 0) malloc_trim(0);
   return Outcome::kDone;
 }
 

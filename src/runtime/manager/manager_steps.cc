@@ -2,6 +2,7 @@
 // in flight, releasing tasks as their inputs come to exist, applying updates exactly once, and
 // finishing a step (its metrics, the saved state, the clean-up).
 #include <fmt/format.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -250,6 +251,10 @@ Status Manager::FinalizeSteps() {
     const int64_t finished_step = st.step;
     const nn::Plan* plan = st.plan;
     active_.erase(active_.begin());
+    // Within a budget, the heap's free pages go back to the kernel once a step: glibc returns
+    // only its top, and a step's proposals, freed between what stays, left the 4 MiB manager of
+    // the 2048 x 2048 job holding 2.6 MiB of free heap (1.5 in use; mallinfo2) besides its data.
+    if (options_.memory > 0) malloc_trim(0);
     ReportFlight();
     if (options_.on_step) options_.on_step(progress_, controller_.Snapshot());
     if (options_.on_epoch_end && (finished_step + 1) % batcher_->BatchesPerEpoch() == 0) {

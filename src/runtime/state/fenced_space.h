@@ -2,7 +2,8 @@
 // that the manager still holds its lease (Lease::Keep: a renewal by compare-and-set on the lease
 // cell's revision when one is due, at once after any pause longer than a third of the lease).
 // A manager paused past its lease and resumed after a standby took over is refused at its first
-// write, by the server's check of the revision, and stops; reads pass. The writes that carry the
+// write, by the server's check of the revision, and stops; a read renews a lease that is due
+// (and fails once it is lost) but needs no check of its own. The writes that carry the
 // model (the parameter versions, the manager's state: Layout::FencedKeys) are fenced puts
 // besides, conditional on the lease's revision where the space stores them: one already on its
 // way when the pause began is refused too (docs/architecture.md, "Fencing"). Thread-safe when
@@ -27,6 +28,9 @@ class FencedSpace final : public SpaceWrapper {
   using Space::Erase;
   using Space::Get;
   using Space::Put;
+  using Space::Read;
+  using Space::ReadAll;
+  using Space::ReadKeys;
   using Space::Take;
   Status Put(Key key, Value value, Deadline deadline) override {
     ACAN_RETURN_IF_ERROR(lease_->Keep());
@@ -38,6 +42,20 @@ class FencedSpace final : public SpaceWrapper {
       return s;
     }
     return inner()->Put(std::move(key), std::move(value), deadline);
+  }
+  // Reads renew the lease when a renewal is due, as writes do: a manager looking through many
+  // tiles' outputs (a take-over) keeps its lease, and one that lost it stops at its next call.
+  Result<std::optional<Tuple>> Read(const Pattern& p) override {
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
+    return inner()->Read(p);
+  }
+  Result<std::vector<Tuple>> ReadAll(const Pattern& p, size_t limit) override {
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
+    return inner()->ReadAll(p, limit);
+  }
+  Result<std::vector<Key>> ReadKeys(const Pattern& p, size_t limit) override {
+    ACAN_RETURN_IF_ERROR(lease_->Keep());
+    return inner()->ReadKeys(p, limit);
   }
   Result<Tuple> Get(const Pattern& p, Deadline d) override {
     ACAN_RETURN_IF_ERROR(lease_->Keep());
