@@ -6,8 +6,9 @@
 # and the 2 managers (active and standby) at 4 MiB each, over nats:local, 10 steps (some 10 000
 # space calls: this many tiles cost calls, not bytes), bitwise an in-process run at the tiles the
 # manager chose, the oracle at the server satisfied; and a budget no task fits refused at start
-# naming the layer. With --kills, the run with handlers and managers SIGKILLed (and restarted)
-# instead (label slow). Usage: memory_budget.sh ACAN_BINARY [--kills]
+# naming the layer. With --kills, the fault-free run and then one with every handler and manager
+# SIGKILLed (and restarted) once in each three of its steps (label slow). Usage: memory_budget.sh
+# ACAN_BINARY [--kills]
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY [--kills]}
 mode=${2:-}
@@ -130,11 +131,16 @@ PY
 if [[ "$mode" != --kills ]]; then
   check_run fault-free
 else
-  # Every handler and the active manager SIGKILLed once in each 8 s (and started again): the
-  # restarted ones are held to their budgets too, and a manager taking over looks up which
+  # Every handler and the active manager SIGKILLed once in each interval of three fault-free
+  # steps (measured first, here: the interval follows this machine's speed), and started again:
+  # the restarted ones are held to their budgets too, and a manager taking over looks up which
   # versions and outputs exist by key, reading one copy of the state.
+  check_run fault-free
+  interval=$(/usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
+print(round(3 * s["train_s"] / s["steps"], 1))' "$work/fault-free/summary.json")
+  echo "kills: every process once in each ${interval} s (three fault-free steps)"
   check_run kills "[chaos]
-crash_interval_s = 8
+crash_interval_s = $interval
 crash_probability = 1.0
 crash_manager = true"
   kills=$(grep -c "chaos: SIGKILL handler" "$work/kills.log" || true)
