@@ -23,6 +23,7 @@
 #include "cli/roles.h"
 #include "cli/run_support.h"
 #include "common/child_process.h"
+#include "nn/plan.h"
 #include "nn/row_cache.h"
 #include "runtime/audit/audit.h"
 #include "runtime/chaos/chaos_account.h"
@@ -421,11 +422,8 @@ Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunS
                               .space_calls_per_step = double(calls) / steps};
   if (reports > 0) {
     // The parameters (and velocities) read once and their new values written once.
-    double state = 0;
-    for (size_t l = 0; l + 1 < job.model.layers.size(); ++l) {
-      state += double(job.model.layers[l] + 1) * double(job.model.layers[l + 1]) * sizeof(float);
-    }
-    if (job.train.momentum > 0) state *= 2;
+    const double state =
+        double(nn::Plan::Parameters(job)) * sizeof(float) * (job.train.momentum > 0 ? 2 : 1);
     summary.traffic->minimum_bytes_per_step = 2 * state;
     summary.traffic->per_step_over_minimum = summary.traffic->value_bytes_per_step / (2 * state);
   }

@@ -22,11 +22,17 @@ bool Plan::IsStateKey(std::string_view key) {
   return key.starts_with("param.") || key.starts_with("mom.");
 }
 
+int64_t Plan::Parameters(const JobConfig& job) {
+  int64_t n = 0;
+  for (size_t l = 0; l + 1 < job.model.layers.size(); ++l) {
+    n += (job.model.layers[l] + 1) * job.model.layers[l + 1];
+  }
+  return n;
+}
+
 int64_t Plan::ChainSteps(const JobConfig& job, int64_t epoch_rows) {
   constexpr int64_t kChainWork = int64_t{1} << 19;
-  int64_t weights = 0;
-  for (size_t l = 0; l + 1 < job.model.layers.size(); ++l)
-    weights += (job.model.layers[l] + 1) * job.model.layers[l + 1];
+  const int64_t weights = Parameters(job);
   int64_t k = std::max<int64_t>(1, kChainWork / std::max<int64_t>(1, weights * job.train.batch));
   if (epoch_rows > 0) k = std::min(k, Blocks(epoch_rows, job.train.batch));
   return k;

@@ -64,6 +64,8 @@ class Plan {
   // and plans used only for their shards, may pass 0).
   static Result<Plan> Create(const JobConfig& job, int64_t task_size = -1, int64_t epoch_rows = 0);
 
+  // The weights and biases of the job's model.
+  static int64_t Parameters(const JobConfig& job);
   // Chain: how many mini-batches a task runs when the task size is 0, about 2^19 weights x rows
   // of work (a few hundred steps of the note's 44-44-1 toy), at most an epoch.
   static int64_t ChainSteps(const JobConfig& job, int64_t epoch_rows);

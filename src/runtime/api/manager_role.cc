@@ -74,7 +74,7 @@ Result<std::vector<int64_t>> AnnouncedBudgets(Space& space, const runtime::Layou
   for (const Tuple& t : alive) {
     auto a = runtime::DecodeAliveMessage(t.value);
     if (!a.ok() || a->memory <= 0) continue;
-    if (runtime::SmallestBudget(budgets) == 0 || a->memory < runtime::SmallestBudget(budgets)) {
+    if (const int64_t known = runtime::SmallestBudget(budgets); known == 0 || a->memory < known) {
       spdlog::info("job '{}': {} announced a memory budget of {}", layout.job(), t.key.str(),
                    HumanBytes(double(a->memory)));
     }

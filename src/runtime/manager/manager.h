@@ -159,6 +159,11 @@ class Manager {
   Status OnDone(const Tuple& done);
   Status OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<std::string>& keys);
   Status RunAgain(ActiveStep& st, TaskRun& t, const char* reason);
+  // Sends `t` again, no longer done (RunAgain, less the count of completed tasks).
+  Status SendAgain(ActiveStep& st, TaskRun& t, const char* reason);
+  // Why an update whose proposal could not be applied (`applied`) is made again: its proposal
+  // lost since it was seen, or not its handler's bytes (recorded as tampering); null otherwise.
+  const char* RedoReason(const Status& applied, const std::string& shard, int64_t step);
   // A handler's output, or none when it is not in the space, or is there with bytes that are not
   // its writer's (IsTampered): then it is taken out, logged and recorded as a `tampering` audit
   // record, and made again like a lost one.

@@ -104,14 +104,8 @@ Status Manager::Recover(ActiveStep& st) {
       }
       if (versions_.Current(out) != st.step) continue;
       Status applied = ApplyUpdate(out, st.step);
-      if (applied.IsNotFound() || IsTampered(applied)) {
-        // Its proposal is gone since it was seen, or not its handler's bytes: made again.
-        if (IsTampered(applied)) RecordTampering(layout_.Proposal(out, st.step), applied);
-        t.done = false;
-        --st.done;
-        dispatcher_.AddInFlight();
-        ACAN_RETURN_IF_ERROR(
-            Dispatch(st, t, applied.IsNotFound() ? "lost-result" : "tampered-result"));
+      if (const char* why = RedoReason(applied, out, st.step)) {
+        ACAN_RETURN_IF_ERROR(SendAgain(st, t, why));  // not counted as completed: nothing to undo
         break;
       }
       ACAN_RETURN_IF_ERROR(applied);

@@ -162,11 +162,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   for (const std::string& out : t.spec.outputs) {
     if (nn::Plan::IsStateKey(out)) {
       Status applied = ApplyUpdate(out, st.step);
-      if (applied.IsNotFound()) return RunAgain(st, t, "lost-result");  // its result was lost
-      if (IsTampered(applied)) {  // its result is not its handler's: made again
-        RecordTampering(layout_.Proposal(out, st.step), applied);
-        return RunAgain(st, t, "tampered-result");
-      }
+      if (const char* why = RedoReason(applied, out, st.step)) return RunAgain(st, t, why);
       ACAN_RETURN_IF_ERROR(applied);
     } else {
       ACAN_RETURN_IF_ERROR(MarkAvailable(st, out));
@@ -250,11 +246,22 @@ Result<std::optional<Tuple>> Manager::ReadOutput(const Key& key) {
 // A task that completed is needed again: an output of it was lost.
 Status Manager::RunAgain(ActiveStep& st, TaskRun& t, const char* reason) {
   if (!t.done) return Status::Ok();  // already running again, or waiting to
+  progress_.completed--;
+  return SendAgain(st, t, reason);
+}
+
+Status Manager::SendAgain(ActiveStep& st, TaskRun& t, const char* reason) {
   t.done = false;
   --st.done;
-  progress_.completed--;
   dispatcher_.AddInFlight();
   return Dispatch(st, t, reason);
+}
+
+const char* Manager::RedoReason(const Status& applied, const std::string& shard, int64_t step) {
+  if (applied.IsNotFound()) return "lost-result";
+  if (!IsTampered(applied)) return nullptr;
+  RecordTampering(layout_.Proposal(shard, step), applied);
+  return "tampered-result";
 }
 
 // A handler came back from a crash: whatever its earlier incarnation held is lost. Look at the
