@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "runtime/chaos/chaos.h"
@@ -164,19 +165,32 @@ TEST_P(TamperTest, RefusedValuesAreMadeAgainNeverUsed) {
     EXPECT_EQ(nn::ModelSha256(r->model), ref.weights);
     ASSERT_GT(counts->tampered.load(), 0) << "nothing was tampered with: the test proved nothing";
     // Each refused output the manager saw is recorded (a handler that found one reports it
-    // missing, and the manager looks).
+    // missing, and the manager looks), and only what was forged: every record names a key whose
+    // put the fault space tampered with.
     EXPECT_GT(r->progress.tampered, 0);
-    int64_t records = 0;
+    int64_t records = 0, leases = 0;
     for (const std::string& line : r->audit) {
-      records += line.find("\"kind\":\"tampering\"") != std::string::npos;
+      const nlohmann::json record = nlohmann::json::parse(line);
+      const std::string kind = record.at("kind").get<std::string>();
+      leases += kind == "lease";
+      if (kind != "tampering") continue;
+      ++records;
+      const std::string key = record.at("key").get<std::string>();
+      EXPECT_TRUE(counts->WasTampered(key)) << key << " was refused but never tampered with";
     }
-    EXPECT_EQ(records, r->progress.tampered);
+    if (leases == 1) {
+      EXPECT_EQ(records, r->progress.tampered);
+    } else {
+      // A manager held up past its lease (a slow, busy machine) gave way to another: what it
+      // refused after its last saved state is in the audit log but not in the count it saved.
+      EXPECT_LE(r->progress.tampered, records) << leases << " managers held the lease";
+    }
     std::printf(
         "[ tamper   ] %-10s %-6s tampered %3lld, refused by the manager %3lld, "
-        "retransmitted %3lld\n",
+        "retransmitted %3lld, managers %lld\n",
         GetParam(), strategy, static_cast<long long>(counts->tampered.load()),
         static_cast<long long>(r->progress.tampered),
-        static_cast<long long>(r->progress.retransmitted));
+        static_cast<long long>(r->progress.retransmitted), static_cast<long long>(leases));
   }
 }
 

@@ -95,6 +95,7 @@ Status FaultSpace::PutWithFaults(Key key, Value value, const Fence* fence, Deadl
       tampered_.push_back(forged);
     }
     counts_->tampered.fetch_add(1);
+    counts_->AddTampered(key.str());
     s = Land(std::move(key), std::move(forged), fence, deadline);
   } else if (fault == Fault::kDrop) {
     counts_->dropped.fetch_add(1);

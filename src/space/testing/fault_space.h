@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -60,6 +61,20 @@ struct FaultCounts {
   std::atomic<int64_t> reordered{0};
   std::atomic<int64_t> tampered{0};
   int64_t total() const { return dropped + duplicated + delayed + reordered + tampered; }
+
+  // The keys whose puts were tampered with (what a reader's refusal may name).
+  void AddTampered(const std::string& key) {
+    MutexLock lock(mu);
+    tampered_keys.insert(key);
+  }
+  bool WasTampered(const std::string& key) {
+    MutexLock lock(mu);
+    return tampered_keys.contains(key);
+  }
+
+ private:
+  Mutex mu;
+  std::set<std::string> tampered_keys GUARDED_BY(mu);
 };
 
 class FaultSpace final : public SpaceWrapper {
