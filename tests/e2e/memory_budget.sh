@@ -128,7 +128,83 @@ PY
   echo "$name: bitwise the in-process run"
 }
 
-if [[ "$mode" != --kills ]]; then
+# Budgets that differ, each process started on its own over a nats:// server (started here, on
+# loopback, and stopped by its PID): handlers at 3, 4, 6 and 8 MiB announce their budgets, the
+# job file names none, and the manager (4 MiB, and a standby at 4 MiB) cuts the tiles for the
+# smallest. Every handler runs tasks, none is refused one, each stays under its own budget plus
+# the baseline, and the weights are bitwise the in-process run's at the same tiles.
+differ_run() {
+  local budgets=(3072 4096 6144 8192) role_pids=() i
+  start_nats -1 || fail "differ: nats-server did not report its port"
+  wide_job "$work/differ.toml" "${budget_kib}KiB" "" 40
+  sed -i '/^handler_memory/d; /^manager_memory/d' "$work/differ.toml"
+  for i in 0 1 2 3; do
+    ACAN_LOG_LEVEL=info "$acan" handler --space "$url" --job job --id "$i" \
+      --memory "${budgets[$i]}KiB" > "$work/differ-h$i.log" 2>&1 &
+    role_pids+=("$!"); pids+=("$!")
+  done
+  for i in 0 1 2 3; do  # each budget announced before the job is made
+    wait_line "$work/differ-h$i.log" "announced a memory budget" > /dev/null ||
+      fail "differ: handler $i did not announce its budget"
+  done
+  local managers=()
+  for name in m0 m1; do
+    ACAN_LOG_LEVEL=info "$acan" manager "$work/differ.toml" --space "$url" --name "$name" \
+      --memory "${budget_kib}KiB" --out "$work/differ" > "$work/differ-$name.log" 2>&1 &
+    managers+=("$!"); role_pids+=("$!"); pids+=("$!")
+  done
+  declare -A hwm
+  local p v alive=1
+  while ((alive)); do
+    alive=0
+    for p in "${managers[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    for p in "${role_pids[@]}"; do
+      v=$(awk '/VmHWM/{print $2}' "/proc/$p/status" 2>/dev/null || true)
+      [[ -n "$v" ]] && (( v > ${hwm[$p]:-0} )) && hwm[$p]=$v
+    done
+    sleep 0.05
+  done
+  for p in "${managers[@]}"; do wait "$p" || true; done
+  [[ -f "$work/differ/summary.json" ]] || { tail -30 "$work"/differ-m*.log >&2; fail "differ: no summary"; }
+  local edge
+  edge=$(cat "$work"/differ-m*.log | grep -m1 -o "tiles of [0-9]*" | grep -o "[0-9]*$") ||
+    fail "differ: the manager did not say how it cut the tiles"
+  for i in 0 1 2 3; do
+    p=${role_pids[$i]}
+    echo "differ: handler $i at ${budgets[$i]} kB peaked at ${hwm[$p]:-?} kB (baseline $baseline)"
+    if ((!sanitized)) && (( ${hwm[$p]:-0} > baseline + budgets[i] )); then
+      fail "differ: handler $i peaked at ${hwm[$p]} kB, over ${budgets[$i]} + $baseline"
+    fi
+  done
+  for i in 0 1; do
+    p=${managers[$i]}
+    echo "differ: manager m$i at $budget_kib kB peaked at ${hwm[$p]:-?} kB (baseline $manager_baseline)"
+    if ((!sanitized)) && (( ${hwm[$p]:-0} > manager_baseline + budget_kib )); then
+      fail "differ: manager m$i peaked at ${hwm[$p]} kB, over $budget_kib + $manager_baseline"
+    fi
+  done
+  /usr/bin/python3 - "$work/differ/summary.json" <<'PY' || fail "differ: the summary's figures"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["oracle"]["verdict"] == "ok", s["oracle"]
+tasks = {h["id"]: h["tasks"] for h in s["handlers"]}
+refused = sum(h.get("refused", 0) for h in s["handlers"])
+print("differ: tasks by handler", tasks, "refused", refused, "oracle ok")
+assert len(tasks) == 4 and all(n > 0 for n in tasks.values()), "a handler ran no task"
+assert refused == 0, "a handler was given a task over its budget"
+PY
+  sed "s/^task_size = 0/task_size = $edge/" "$work/differ.toml" > "$work/differ-ref.toml"
+  "$acan" train "$work/differ-ref.toml" --out "$work/differ-ref" --quiet
+  [[ "$(weights_of "$work/differ/summary.json")" == "$(weights_of "$work/differ-ref/summary.json")" ]] ||
+    fail "differ: weights differ from the in-process run at tiles of $edge"
+  echo "differ: tiles of $edge for the smallest budget announced; bitwise the in-process run"
+}
+
+if [[ "$mode" == --differ ]]; then
+  differ_run
+  echo "PASS"
+  exit 0
+elif [[ "$mode" != --kills ]]; then
   check_run fault-free
 else
   # Every handler and the active manager SIGKILLed once in each interval of three fault-free

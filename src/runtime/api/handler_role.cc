@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "acan/worker.h"
+#include "common/byte_size.h"
 #include "common/kill_point.h"
 #include "nn/dataset.h"
 #include "nn/row_cache.h"
@@ -151,6 +152,8 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     // cuts the tiles to fit it (Announce replaces this tuple once the handler has joined).
     ACAN_RETURN_IF_ERROR(space.Put(layout.Alive(options.id),
                                    runtime::EncodeAliveMessage({ho.incarnation, options.memory})));
+    spdlog::info("handler {} (incarnation {}) announced a memory budget of {} to job '{}'",
+                 options.id, ho.incarnation, HumanBytes(double(options.memory)), job_id);
   }
   ACAN_ASSIGN_OR_RETURN(std::unique_ptr<LocalData> local,
                         JoinJob(space, layout, options.stop, options.poll, options.data_cache));

@@ -249,6 +249,9 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     flight.status = f;
   };
   std::atomic<bool> watching{false};
+  // From taking the lease until the steps a predecessor had in flight are rebuilt (no flight
+  // status yet: what it is doing is the recovery).
+  std::atomic<bool> recovering{false};
   std::jthread stall_reports([&](std::stop_token done) {
     while (!done.stop_requested()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -261,6 +264,14 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
         f = flight.status;
       }
       const SpaceStats in_space = space.Stats();
+      if (recovering.load()) {
+        spdlog::warn(
+            "acan: manager {}: the job is stalled: no step completed for {:.1f} s: this manager "
+            "is still rebuilding the steps in flight from the space; the space holds {} tuples, "
+            "{} bytes",
+            options.name, *stalled, in_space.tuples, in_space.bytes);
+        continue;
+      }
       spdlog::warn(
           "acan: manager {}: the job is stalled: no step completed for {:.1f} s: steps {}..{} in "
           "flight, {} tasks sent and not done, {} held back by the pouch; the space holds {} "
@@ -310,13 +321,15 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       options.on_progress(runtime::ToTrainProgress(p, steps_per_epoch, effective.train.epochs));
     }
   };
-  mo.on_active = [&report, &active_at, &options, &stall, &watching] {
+  mo.on_active = [&report, &active_at, &options, &stall, &watching, &recovering] {
     report.was_active = true;
     active_at = Clock::now();
     stall.OnStep(0);  // the clock starts when it takes the job
+    recovering.store(true);
     watching.store(true);
     if (options.on_active) options.on_active();
   };
+  mo.on_recovered = [&recovering](std::chrono::nanoseconds) { recovering.store(false); };
 
   std::atomic<bool> stop{false};
   std::stop_callback on_stop(options.stop, [&stop] { stop.store(true); });

@@ -43,6 +43,9 @@ TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheRefe
   RunOptions o;
   o.handlers = 3;
   o.handler_memory = {2 * kMiB, 3 * kMiB, 4 * kMiB};  // budgets that differ, all under the layer
+  // The manager within one too: no probe (it holds every shard), versions hashed as the audit
+  // records them, the heap trimmed once a step.
+  o.manager_memory = 2 * kMiB;
   auto r = RunWatched(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->progress.total_steps, 20);

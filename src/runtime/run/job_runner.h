@@ -43,7 +43,9 @@ struct RunOptions {
   bool adapt_task_size = false;  // let the controller change the task size (not bitwise)
   // Memory budgets in bytes (0 or empty: none), the handlers' cycled over handlers: a handler
   // refuses a task that would pass its own, and a tiles job whose task size is left to the
-  // runtime is cut so that every task fits the smallest (runtime/core/budget.h).
+  // runtime is cut so that every task fits the smallest (runtime/core/budget.h). The manager's
+  // (ManagerSettings::memory) keeps the versions its audit holds, and its probe, within it; the
+  // in-process run itself holds the data and the model it returns.
   std::vector<int64_t> handler_memory;
   int64_t manager_memory = 0;
   // A copy of a task the window waits on for a faster idle handler when a slow one holds it

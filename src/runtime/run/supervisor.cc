@@ -39,6 +39,7 @@ ManagerSettings ManagerSettingsFor(const RunOptions& run, int id) {
   mo.lease = run.lease;
   mo.controller = run.controller;
   mo.controller.handlers = run.handlers;
+  mo.memory = run.manager_memory;
   mo.trace = run.trace.get();
   mo.on_epoch_end = run.on_epoch_end;
   return mo;
