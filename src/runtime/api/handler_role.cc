@@ -155,8 +155,19 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     spdlog::info("handler {} (incarnation {}) announced a memory budget of {} to job '{}'",
                  options.id, ho.incarnation, HumanBytes(double(options.memory)), job_id);
   }
-  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<LocalData> local,
-                        JoinJob(space, layout, options.stop, options.poll, options.data_cache));
+  auto joined = JoinJob(space, layout, options.stop, options.poll, options.data_cache);
+  if (!joined.ok() || (*joined == nullptr && options.stop.stop_requested())) {
+    // Leaving before it joined (stopped first, or its data failed to load): a manager making the
+    // job after this must not cut its tiles for a budget nobody brings. (One killed while it
+    // waits leaves its announcement: tiles cut smaller than they need be, never over a budget.)
+    if (options.memory > 0) (void)space.Erase(layout.Alive(options.id));
+    if (!joined.ok()) return joined.status();
+    HandlerReport left;
+    left.id = options.id;
+    left.incarnation = ho.incarnation;
+    return left;
+  }
+  std::unique_ptr<LocalData> local = std::move(joined).value();
   if (local) {
     ho.local_inputs = local->inputs.get();
     ho.data_bytes = int64_t(sizeof(float)) *
