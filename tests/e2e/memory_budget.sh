@@ -7,10 +7,11 @@
 # space calls: this many tiles cost calls, not bytes), bitwise an in-process run at the tiles the
 # manager chose, the oracle at the server satisfied; and a budget no task fits refused at start
 # naming the layer. With --kills, the fault-free run and then one with every handler and manager
-# SIGKILLed (and restarted) once in each three of its steps (label slow). Usage: memory_budget.sh
-# ACAN_BINARY [--kills]
+# SIGKILLed (and restarted) once in each three of its steps (label slow). With --differ, budgets
+# that differ (3, 4, 6 and 8 MiB handlers, announced), each process started on its own over a
+# nats:// server. Usage: memory_budget.sh ACAN_BINARY [--kills|--differ]
 set -euo pipefail
-acan=${1:?usage: $0 ACAN_BINARY [--kills]}
+acan=${1:?usage: $0 ACAN_BINARY [--kills|--differ]}
 mode=${2:-}
 work=$(mktemp -d)
 pids=()
@@ -136,7 +137,7 @@ PY
 differ_run() {
   local budgets=(3072 4096 6144 8192) role_pids=() i
   start_nats -1 || fail "differ: nats-server did not report its port"
-  wide_job "$work/differ.toml" "${budget_kib}KiB" "" 40
+  wide_job "$work/differ.toml" "${budget_kib}KiB" "" 20  # 5 steps
   sed -i '/^handler_memory/d; /^manager_memory/d' "$work/differ.toml"
   for i in 0 1 2 3; do
     ACAN_LOG_LEVEL=info "$acan" handler --space "$url" --job job --id "$i" \

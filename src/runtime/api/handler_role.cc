@@ -156,16 +156,13 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
                  options.id, ho.incarnation, HumanBytes(double(options.memory)), job_id);
   }
   auto joined = JoinJob(space, layout, options.stop, options.poll, options.data_cache);
-  if (!joined.ok() || (*joined == nullptr && options.stop.stop_requested())) {
-    // Leaving before it joined (stopped first, or its data failed to load): a manager making the
-    // job after this must not cut its tiles for a budget nobody brings. (One killed while it
-    // waits leaves its announcement: tiles cut smaller than they need be, never over a budget.)
+  if (!joined.ok()) {
+    // It cannot join (its data is not the manager's, or fails to load): a manager making the job
+    // after this must not cut its tiles for a budget nobody brings. (A handler stopped before it
+    // joins takes its announcement back as it leaves; one killed while it waits leaves it, and
+    // the tiles are then cut smaller than they need be, never over a budget.)
     if (options.memory > 0) (void)space.Erase(layout.Alive(options.id));
-    if (!joined.ok()) return joined.status();
-    HandlerReport left;
-    left.id = options.id;
-    left.incarnation = ho.incarnation;
-    return left;
+    return joined.status();
   }
   std::unique_ptr<LocalData> local = std::move(joined).value();
   if (local) {

@@ -250,6 +250,13 @@ Status AuditLog::WriteRecord(const std::string& kind, json fields, const std::st
   }
 }
 
+Result<bool> AuditChainEnded(Space* space, const Layout& layout) {
+  ACAN_ASSIGN_OR_RETURN(int64_t records, CountRecords(space, layout));
+  if (records == 0) return false;
+  ACAN_ASSIGN_OR_RETURN(json head, ReadRecord(space, layout, records));
+  return IsLastRecord(head);
+}
+
 Result<std::vector<std::string>> ReadAuditChain(Space* space, const Layout& layout) {
   std::vector<std::string> lines;
   for (int64_t seq = 1;; ++seq) {

@@ -111,6 +111,9 @@ class AuditLog {
   std::thread thread_;
 };
 
+// Whether the chain in the space ends with a job_end (nothing may follow it): a probe of the
+// record count and a read of the last record, not a walk of the chain.
+Result<bool> AuditChainEnded(Space* space, const Layout& layout);
 // The chain's records in the space, in order, one JSON line each.
 Result<std::vector<std::string>> ReadAuditChain(Space* space, const Layout& layout);
 // Writes them to `path` (through a temporary file).

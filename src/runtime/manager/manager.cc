@@ -132,14 +132,19 @@ Status Manager::Run(const std::atomic<bool>& crash) {
   const auto active_at = env_->Now();
   if (options_.on_active) options_.on_active();
   ACAN_RETURN_IF_ERROR(LoadState());
-  ACAN_RETURN_IF_ERROR(AuditLease());
   if (progress_.finished) {  // a predecessor applied the last step: nothing is in flight
-    // It may have died before its job_end was in the chain (nothing follows one that is): ending
-    // the chain is what is left of its work, so it is part of this recovery.
-    ACAN_RETURN_IF_ERROR(AuditEnd());
+    // It may have died before its job_end was in the chain: ending the chain is what is left of
+    // its work, so it is part of this recovery. Once it has ended, nothing may follow: the state
+    // is not read again for records that would be dropped.
+    ACAN_ASSIGN_OR_RETURN(const bool ended, AuditChainEnded(raw_space_, layout_));
+    if (!ended) {
+      ACAN_RETURN_IF_ERROR(AuditLease());
+      ACAN_RETURN_IF_ERROR(AuditEnd());
+    }
     if (options_.on_recovered) options_.on_recovered(env_->Now() - active_at);
     return Status::Ok();
   }
+  ACAN_RETURN_IF_ERROR(AuditLease());
   if (options_.probe && progress_.task_ns.empty() && ProbeFits()) {
     ProbeTasks();
     ACAN_RETURN_IF_ERROR(SaveState());  // a successor starts from these timeouts
