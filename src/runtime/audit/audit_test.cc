@@ -91,6 +91,7 @@ TEST(AuditLogTest, ManyShardsTakeNumberedPartsThatEachFitACell) {
 TEST(AuditLogTest, WritersShareOneChainAndNothingFollowsTheEnd) {
   auto space = NewSpace();
   const Layout layout("job");
+  EXPECT_FALSE(AuditChainEnded(space.get(), layout).value()) << "no chain yet";
   {
     AuditLog a(space.get(), &layout, "m0"), b(space.get(), &layout, "supervisor");
     std::thread ta([&] {
@@ -103,6 +104,7 @@ TEST(AuditLogTest, WritersShareOneChainAndNothingFollowsTheEnd) {
     tb.join();
     ASSERT_TRUE(a.Flush().ok());
     ASSERT_TRUE(b.Flush().ok());
+    EXPECT_FALSE(AuditChainEnded(space.get(), layout).value()) << "80 records, no job_end";
     a.Append("job_end", {{"final_model_sha256", "x"}});
     ASSERT_TRUE(a.Flush().ok());
     b.Append("handler_left", {{"handler", 99}});  // after the end: not recorded
@@ -116,6 +118,7 @@ TEST(AuditLogTest, WritersShareOneChainAndNothingFollowsTheEnd) {
   }
   auto lines = ReadAuditChain(space.get(), layout).value();
   ASSERT_EQ(lines.size(), 81u);
+  EXPECT_TRUE(AuditChainEnded(space.get(), layout).value());
   AuditVerdict v = VerifyAuditLines(lines);
   EXPECT_TRUE(v.ok) << v.line << ": " << v.problem;
   EXPECT_EQ(v.kinds["versions"], 40);
