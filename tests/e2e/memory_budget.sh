@@ -184,15 +184,23 @@ differ_run() {
       fail "differ: manager m$i peaked at ${hwm[$p]} kB, over $budget_kib + $manager_baseline"
     fi
   done
+  # Every handler ran tasks (its closing line, printed as it leaves the finished job) and none
+  # was given one over its budget (a refusal is logged by the manager and counted as a reason).
+  for i in 0 1 2 3; do
+    timeout 60 tail --pid="${role_pids[$i]}" -f /dev/null || fail "differ: handler $i did not end"
+    local ran
+    ran=$(grep -o "handler $i (incarnation [0-9]*): [0-9]* tasks" "$work/differ-h$i.log" |
+      grep -o "[0-9]* tasks" | grep -o "[0-9]*") || fail "differ: handler $i said nothing of its tasks"
+    echo "differ: handler $i ran $ran tasks"
+    (( ran > 0 )) || fail "differ: handler $i ran no task"
+  done
+  ! grep -h "refused task" "$work"/differ-m*.log || fail "differ: a handler was given a task over its budget"
   /usr/bin/python3 - "$work/differ/summary.json" <<'PY' || fail "differ: the summary's figures"
 import json, sys
-s = json.load(open(sys.argv[1]))
-assert s["oracle"]["verdict"] == "ok", s["oracle"]
-tasks = {h["id"]: h["tasks"] for h in s["handlers"]}
-refused = sum(h.get("refused", 0) for h in s["handlers"])
-print("differ: tasks by handler", tasks, "refused", refused, "oracle ok")
-assert len(tasks) == 4 and all(n > 0 for n in tasks.values()), "a handler ran no task"
-assert refused == 0, "a handler was given a task over its budget"
+s = json.load(open(sys.argv[1]))  # a manager's own summary (no supervisor: no oracle)
+reasons = s["tasks"].get("retransmit_reasons", {})
+print("differ: retransmitted", s["tasks"]["retransmitted"], reasons)
+sys.exit(1 if reasons.get("refused", 0) else 0)
 PY
   sed "s/^task_size = 0/task_size = $edge/" "$work/differ.toml" > "$work/differ-ref.toml"
   "$acan" train "$work/differ-ref.toml" --out "$work/differ-ref" --quiet
