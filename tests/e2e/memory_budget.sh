@@ -16,6 +16,7 @@ mode=${2:-}
 work=$(mktemp -d)
 pids=()
 source "$(dirname "$0")/small_job.sh"
+source "$(dirname "$0")/peaks.sh"
 trap stop_started EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 budget_kib=4096
@@ -23,31 +24,6 @@ budget_kib=4096
 # freed blocks): the bound is checked on the plain build, the rest on every build.
 sanitized=0
 if grep -q -a -m1 "__asan_init" "$acan"; then sanitized=1; fi
-
-# peaks PID OUT: until PID exits, the peak VmHWM (kB) of every `acan handler` and `acan manager`
-# it started, one line per process ("PID ROLE KB"), into OUT.
-peaks() {
-  declare -A hwm role
-  local root=$1 out=$2 p v line
-  while kill -0 "$root" 2>/dev/null; do
-    for p in $(pgrep -P "$root" || true); do
-      line=$({ tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null || true)
-      case "$line" in
-        *" handler "*) role[$p]=handler ;;
-        *" manager "*) role[$p]=manager ;;
-        *) continue ;;
-      esac
-      v=$(awk '/VmHWM/{print $2}' "/proc/$p/status" 2>/dev/null || true)
-      [[ -n "$v" ]] && (( v > ${hwm[$p]:-0} )) && hwm[$p]=$v
-    done
-    sleep 0.05
-  done
-  for p in "${!hwm[@]}"; do echo "$p ${role[$p]} ${hwm[$p]}"; done > "$out"
-}
-# highest FILE ROLE: the highest peak of that role's processes in a peaks file.
-highest() { awk -v r="$2" '$2 == r {print $3}' "$1" | sort -n | tail -1; }
-# spread FILE ROLE: "LOW-HIGH" of that role's peaks.
-spread() { awk -v r="$2" '$2 == r {print $3}' "$1" | sort -n | sed -n '1p;$p' | paste -sd-; }
 
 wide_job() {  # wide_job FILE HANDLER_MEMORY CHAOS SAMPLES (4 a step)
   cat > "$1" <<TOML
