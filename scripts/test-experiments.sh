@@ -2,10 +2,10 @@
 # The design note's experiments as tests (ctest label "experiment"): feasibility,
 # adaptivity --quick, robustness --quick and robustness --quick --processes 3, one at a time, each
 # failing when its command exits non-zero or one of its claims (experiment.json) does not hold.
-# Then the memory budgets' test (label memory: a layer four times any handler's budget, across
-# processes, every handler's peak RSS read from /proc), alone.
-# Installs missing Debian packages and builds first (both are no-ops after scripts/test.sh).
-# About 7 minutes on 2 cores; .ci/run runs it after the README's test command.
+# Then the memory budgets' tests (label memory: a layer four times any handler's budget, across
+# processes, every process's peak RSS read from /proc; and budgets that differ over nats://), one
+# at a time. Installs missing Debian packages and builds first (no-ops after scripts/test.sh).
+# About 9 minutes on 2 cores; .ci/run runs it after the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/run-ctest.sh
