@@ -52,12 +52,7 @@ manager_memory = "$budget"
 TOML
 
 echo "== baseline: a tiny tiles job's processes"
-small_job "$work/small.toml" tiles 4 0 40
-"$acan" train "$work/small.toml" --space nats:local --processes 2 --out "$work/small" --quiet \
-  > "$work/small.log" 2>&1 &
-run=$!; pids+=("$run")
-peaks "$run" "$work/small.peaks"
-wait "$run"
+baseline_peaks "$acan" "$work/small.peaks"
 echo "handlers $(highest "$work/small.peaks" handler) kB, managers $(highest "$work/small.peaks" manager) kB"
 
 echo "== raw libnats, 1 MiB put+take pairs"

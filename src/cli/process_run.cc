@@ -422,10 +422,10 @@ Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunS
                               .space_calls_per_step = double(calls) / steps};
   if (reports > 0) {
     // The parameters (and velocities) read once and their new values written once.
-    const double state =
-        double(nn::Plan::Parameters(job)) * sizeof(float) * (job.train.momentum > 0 ? 2 : 1);
-    summary.traffic->minimum_bytes_per_step = 2 * state;
-    summary.traffic->per_step_over_minimum = summary.traffic->value_bytes_per_step / (2 * state);
+    const double least =
+        2 * double(nn::Plan::Parameters(job)) * sizeof(float) * (job.train.momentum > 0 ? 2 : 1);
+    summary.traffic->minimum_bytes_per_step = least;
+    summary.traffic->per_step_over_minimum = summary.traffic->value_bytes_per_step / least;
   }
   auto stats = spaces.watched->Stats();
   summary.space_at_end = runtime::SummarySpaceAtEnd{int64_t(stats.tuples), int64_t(stats.bytes)};

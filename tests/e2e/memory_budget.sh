@@ -52,12 +52,7 @@ TOML
 }
 
 # The baseline: the same processes with a tiny tiles job.
-small_job "$work/small.toml" tiles 4 0 40
-"$acan" train "$work/small.toml" --space nats:local --processes 2 --out "$work/small" --quiet \
-  > "$work/small.log" 2>&1 &
-run=$!; pids+=("$run")
-peaks "$run" "$work/small.peaks"
-wait "$run" || { cat "$work/small.log" >&2; fail "the baseline run failed"; }
+baseline_peaks "$acan" "$work/small.peaks"
 baseline=$(highest "$work/small.peaks" handler)
 manager_baseline=$(highest "$work/small.peaks" manager)
 [[ -n "$baseline" ]] || fail "no handler seen in the baseline run"
@@ -136,7 +131,7 @@ differ_run() {
     alive=0
     for p in "${managers[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
     for p in "${role_pids[@]}"; do
-      v=$(awk '/VmHWM/{print $2}' "/proc/$p/status" 2>/dev/null || true)
+      v=$(hwm_of "$p")
       [[ -n "$v" ]] && (( v > ${hwm[$p]:-0} )) && hwm[$p]=$v
     done
     sleep 0.05

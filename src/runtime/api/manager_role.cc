@@ -264,20 +264,17 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
         f = flight.status;
       }
       const SpaceStats in_space = space.Stats();
-      if (recovering.load()) {
-        spdlog::warn(
-            "acan: manager {}: the job is stalled: no step completed for {:.1f} s: this manager "
-            "is still rebuilding the steps in flight from the space; the space holds {} tuples, "
-            "{} bytes",
-            options.name, *stalled, in_space.tuples, in_space.bytes);
-        continue;
-      }
+      const std::string doing =
+          recovering.load()
+              ? std::string("this manager is still rebuilding the steps in flight from the space")
+              : fmt::format(
+                    "steps {}..{} in flight, {} tasks sent and not done, {} held back by "
+                    "the pouch",
+                    f.next_step, f.admitted - 1, f.tasks_sent, f.tasks_held);
       spdlog::warn(
-          "acan: manager {}: the job is stalled: no step completed for {:.1f} s: steps {}..{} in "
-          "flight, {} tasks sent and not done, {} held back by the pouch; the space holds {} "
-          "tuples, {} bytes",
-          options.name, *stalled, f.next_step, f.admitted - 1, f.tasks_sent, f.tasks_held,
-          in_space.tuples, in_space.bytes);
+          "acan: manager {}: the job is stalled: no step completed for {:.1f} s: {}; the space "
+          "holds {} tuples, {} bytes",
+          options.name, *stalled, doing, in_space.tuples, in_space.bytes);
     }
   });
   mo.on_step = [&](const runtime::Progress& p, const runtime::ControllerSnapshot& c) {
