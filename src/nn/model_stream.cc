@@ -1,7 +1,13 @@
 #include "nn/model_stream.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <span>
 
 #include "nn/kernels.h"
@@ -55,6 +61,26 @@ Status CheckArguments(const std::vector<int64_t>& widths, int64_t band_rows) {
   return Status::Ok();
 }
 
+TensorShapes ShapesOf(const std::map<std::string, Part>& parts) {
+  TensorShapes shapes;
+  for (const auto& [name, part] : parts) {
+    shapes[name] =
+        part.bias ? std::vector<int64_t>{part.rows} : std::vector<int64_t>{part.rows, part.cols};
+  }
+  return shapes;
+}
+
+// Where each tensor's values begin in the data of a file (name order), in values.
+std::map<std::string, int64_t> DataOffsets(const std::map<std::string, Part>& parts) {
+  std::map<std::string, int64_t> offsets;
+  int64_t at = 0;
+  for (const auto& [name, part] : parts) {
+    offsets[name] = at;
+    at += part.rows * part.cols;
+  }
+  return offsets;
+}
+
 // Rows [r0, r1) of the tensor `name`, checked to hold as many values as were asked for: a reader
 // that returns a short band would otherwise shift every value after it.
 Result<std::vector<float>> ReadBand(const BandReader& read, const std::string& name,
@@ -101,18 +127,106 @@ Status SaveModelStreamed(const std::string& path, const std::vector<int64_t>& wi
                          const BandReader& read, int64_t band_rows) {
   const std::string context = "saving model \"" + path + "\"";
   ACAN_RETURN_IF_ERROR(CheckArguments(widths, band_rows).WithContext(context));
-  TensorShapes shapes;
-  for (const auto& [name, part] : PartsByName(widths)) {
-    shapes[name] =
-        part.bias ? std::vector<int64_t>{part.rows} : std::vector<int64_t>{part.rows, part.cols};
-  }
   ACAN_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
-                        SafetensorsWriter::Create(path, shapes));
+                        SafetensorsWriter::Create(path, ShapesOf(PartsByName(widths))));
   // On an error the writer, going out of scope unfinished, removes its temporary file.
   ACAN_RETURN_IF_ERROR(ForEachBand(widths, read, band_rows, [&](std::span<const float> band) {
                          return writer->Append(band);
                        }).WithContext(context));
   return writer->Finish();
+}
+
+Status SaveModelBlocks(const std::string& path, const std::vector<int64_t>& widths,
+                       std::span<const ModelBlock> blocks, const BlockReader& read) {
+  const std::string context = "saving model \"" + path + "\"";
+  ACAN_RETURN_IF_ERROR(CheckArguments(widths, 1).WithContext(context));
+  const std::map<std::string, Part> parts = PartsByName(widths);
+  const std::map<std::string, int64_t> offsets = DataOffsets(parts);
+  // Checked before anything is read or written: each block inside its tensor, and each tensor's
+  // blocks adding up to it.
+  std::map<std::string, int64_t> covered;
+  for (const ModelBlock& b : blocks) {
+    const std::string name = b.bias ? BiasName(b.layer) : WeightName(b.layer);
+    auto part = parts.find(name);
+    if (part == parts.end() || b.r0 < 0 || b.r0 >= b.r1 || b.r1 > part->second.rows || b.c0 < 0 ||
+        b.c0 >= b.c1 || b.c1 > part->second.cols) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: the block rows [{}, {}) columns [{}, {}) of layer {}'s {} is not inside it", context,
+          b.r0, b.r1, b.c0, b.c1, b.layer, b.bias ? "bias" : "weight"));
+    }
+    covered[name] += (b.r1 - b.r0) * (b.c1 - b.c0);
+  }
+  for (const auto& [name, part] : parts) {
+    if (covered[name] != part.rows * part.cols) {
+      return Status::InvalidArgument(fmt::format("{}: the blocks of {} hold {} values, not its {}",
+                                                 context, name, covered[name],
+                                                 part.rows * part.cols));
+    }
+  }
+  ACAN_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> writer,
+                        SafetensorsWriter::Create(path, ShapesOf(parts)));
+  for (const ModelBlock& b : blocks) {
+    const std::string name = b.bias ? BiasName(b.layer) : WeightName(b.layer);
+    const int64_t cols = parts.at(name).cols, width = b.c1 - b.c0;
+    const std::string what = fmt::format("{}: reading rows [{}, {}) columns [{}, {}) of {}",
+                                         context, b.r0, b.r1, b.c0, b.c1, name);
+    Result<std::vector<float>> values = read(b);
+    if (!values.ok()) return values.status().WithContext(what);
+    if (static_cast<int64_t>(values->size()) != (b.r1 - b.r0) * width) {
+      return Status::DataLoss(fmt::format("{}: the reader returned {} values, not {}", what,
+                                          values->size(), (b.r1 - b.r0) * width));
+    }
+    for (int64_t r = b.r0; r < b.r1; ++r) {
+      const int64_t at = offsets.at(name) + r * cols + b.c0;
+      ACAN_RETURN_IF_ERROR(writer->WriteAt(
+          uint64_t(at) * sizeof(float),
+          std::span<const float>(values->data() + (r - b.r0) * width, size_t(width))));
+    }
+  }
+  return writer->Finish();
+}
+
+Result<BandReader> ModelFileRows(const std::string& path, const std::vector<int64_t>& widths) {
+  ACAN_RETURN_IF_ERROR(CheckArguments(widths, 1));
+  const std::map<std::string, Part> parts = PartsByName(widths);
+  const std::string header = SafetensorsHeader(ShapesOf(parts));
+  auto file = std::make_shared<std::ifstream>(path, std::ios::binary);
+  if (!*file) return Status::NotFound("cannot open model file \"" + path + "\"");
+  std::string head(header.size(), '\0');
+  file->read(head.data(), static_cast<std::streamsize>(head.size()));
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  int64_t values = 0;
+  for (const auto& [name, part] : parts) values += part.rows * part.cols;
+  if (!*file || head != header || ec || size != header.size() + uint64_t(values) * sizeof(float)) {
+    return Status::DataLoss("model file \"" + path + "\" is not the model of widths " +
+                            fmt::format("[{}]", fmt::join(widths, ", ")) +
+                            " that SaveModel writes");
+  }
+  auto offsets = std::make_shared<std::map<std::string, int64_t>>(DataOffsets(parts));
+  return BandReader(
+      [file, offsets, path, widths, base = int64_t(header.size())](
+          int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
+        if (layer < 0 || layer + 1 >= static_cast<int>(widths.size()) || r0 < 0 || r0 > r1 ||
+            r1 > widths[layer + 1]) {
+          return Status::InvalidArgument(
+              fmt::format("model file \"{}\": no rows [{}, {}) in layer {}", path, r0, r1, layer));
+        }
+        const int64_t cols = bias ? 1 : widths[layer];
+        std::vector<float> rows((r1 - r0) * cols);
+        const int64_t at =
+            base + (offsets->at(bias ? BiasName(layer) : WeightName(layer)) + r0 * cols) *
+                       int64_t(sizeof(float));
+        file->seekg(at);
+        file->read(reinterpret_cast<char*>(rows.data()),
+                   static_cast<std::streamsize>(rows.size() * sizeof(float)));
+        if (!*file) {
+          file->clear();
+          return Status::DataLoss(fmt::format("model file \"{}\": cannot read {} bytes at {}", path,
+                                              rows.size() * sizeof(float), at));
+        }
+        return rows;
+      });
 }
 
 Result<EvalReport> EvaluateStreamed(const std::vector<int64_t>& widths, const Dataset& data,

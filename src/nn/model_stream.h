@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,30 @@ Result<std::string> StreamedModelSha256(const std::vector<int64_t>& widths, cons
 // the end: an error or a crash leaves no file at path. Errors name the path.
 Status SaveModelStreamed(const std::string& path, const std::vector<int64_t>& widths,
                          const BandReader& read, int64_t band_rows);
+
+// A block of one tensor of the model: rows [r0, r1) and columns [c0, c1) of layer `layer`'s
+// weight, or of its bias (columns [0, 1)); a tiles plan's shards are such blocks.
+struct ModelBlock {
+  int layer = 0;
+  bool bias = false;
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+};
+// A block's values, row-major: (r1 - r0) x (c1 - c0) floats.
+using BlockReader = std::function<Result<std::vector<float>>(const ModelBlock& block)>;
+
+// Writes `path` as SaveModelStreamed does, but reads each of `blocks` once, in their order, and
+// writes its rows where they belong in the file: one block held at a time, and each read once,
+// where a band crossing a block reads it again for every band (a tile 888 rows tall read in bands
+// of 64 rows is read 14 times). The blocks must not overlap (a plan's shards do not) and must cover
+// every tensor: a block out of bounds, or a tensor whose blocks do not add up to it, is
+// InvalidArgument and leaves nothing at path.
+Status SaveModelBlocks(const std::string& path, const std::vector<int64_t>& widths,
+                       std::span<const ModelBlock> blocks, const BlockReader& read);
+
+// The rows of the model file at `path` (as SaveModel writes a model whose layer widths are
+// `widths`; its header is checked against them), read by offset as a BandReader asks for them:
+// only the band asked for is held. The reader belongs to one thread at a time.
+Result<BandReader> ModelFileRows(const std::string& path, const std::vector<int64_t>& widths);
 
 // Evaluate (evaluate.h) with the data's rows taken group_rows at a time and each layer's weight
 // read band_rows rows (output units) at a time: out[:, band] = act x W_band^T + b_band. Holds

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 #include "nn/model.h"
 #include "nn/rng.h"
@@ -216,6 +218,120 @@ TEST(ModelStreamTest, AShortBandIsDataLoss) {
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_EQ(StreamedModelSha256(m.widths, short_band, 0).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// The model cut into tiles of edge x edge (the last ones shorter) and row blocks of its biases,
+// as a tiles plan shards it, in an order that is not the file's (layers last to first, columns
+// before rows), with a reader that counts each block's reads.
+struct Tiles {
+  std::vector<ModelBlock> blocks;
+  std::map<std::tuple<int, bool, int64_t, int64_t>, int> reads;
+
+  Tiles(const Model& m, int64_t edge) {
+    for (int l = m.NumLayers() - 1; l >= 0; --l) {
+      const int64_t rows = m.widths[l + 1], cols = m.widths[l];
+      for (int64_t c0 = 0; c0 < cols; c0 += edge) {
+        for (int64_t r0 = 0; r0 < rows; r0 += edge) {
+          blocks.push_back(
+              {l, false, r0, std::min(rows, r0 + edge), c0, std::min(cols, c0 + edge)});
+        }
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += edge) {
+        blocks.push_back({l, true, r0, std::min(rows, r0 + edge), 0, 1});
+      }
+    }
+  }
+  BlockReader Reader(const Model& m) {
+    return [this, &m](const ModelBlock& b) -> Result<std::vector<float>> {
+      ++reads[{b.layer, b.bias, b.r0, b.c0}];
+      const std::vector<float>& t = b.bias ? m.biases[b.layer] : m.weights[b.layer];
+      const int64_t cols = b.bias ? 1 : m.widths[b.layer];
+      std::vector<float> out;
+      for (int64_t r = b.r0; r < b.r1; ++r) {
+        out.insert(out.end(), t.begin() + r * cols + b.c0, t.begin() + r * cols + b.c1);
+      }
+      return out;
+    };
+  }
+};
+
+TEST(ModelStreamTest, SavedByBlocksHasSaveModelsBytesReadingEachBlockOnce) {
+  int n = 0;
+  for (const Model& m : TestModels()) {
+    const std::string want = Temp("blocks_ref" + std::to_string(n) + ".safetensors");
+    ASSERT_TRUE(SaveModel(want, m).ok());
+    for (int64_t edge : {1, 4, 5, 64, 1000}) {
+      SCOPED_TRACE("model " + std::to_string(n) + ", tiles of " + std::to_string(edge));
+      const std::string path = Temp("blocks.safetensors");
+      Tiles tiles(m, edge);
+      Status s = SaveModelBlocks(path, m.widths, tiles.blocks, tiles.Reader(m));
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(FileBytes(path), FileBytes(want));
+      EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+      EXPECT_EQ(tiles.reads.size(), tiles.blocks.size());
+      for (const auto& [block, reads] : tiles.reads) EXPECT_EQ(reads, 1);
+      // Read back by rows: the hash and the evaluation of the model in memory.
+      for (int64_t band : kBandRows) {
+        Result<BandReader> rows = ModelFileRows(path, m.widths);
+        ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+        Result<std::string> sha = StreamedModelSha256(m.widths, *rows, band);
+        ASSERT_TRUE(sha.ok()) << sha.status().ToString();
+        EXPECT_EQ(*sha, ModelSha256(m));
+      }
+    }
+    ++n;
+  }
+  const Model m = TestModels()[0];
+  const std::string path = Temp("blocks_eval.safetensors");
+  ASSERT_TRUE(SaveModel(path, m).ok());
+  const Dataset data = MakeSynthetic(300, 37, 10, /*classification=*/true, 11);
+  const JobConfig job = Job(m, LossKind::kSoftmaxCrossEntropy, Activation::kRelu);
+  Result<BandReader> rows = ModelFileRows(path, m.widths);
+  ASSERT_TRUE(rows.ok());
+  Result<EvalReport> got = EvaluateStreamed(m.widths, data, job, *rows, 100000, kEvalChunkRows);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ExpectSameReport(*got, *Evaluate(m, data, job), /*same_shapes=*/true);
+}
+
+TEST(ModelStreamTest, BlocksThatDoNotCoverTheModelAreRefusedLeavingNoFile) {
+  const Model m = TestModels()[0];
+  const std::string path = Temp("blocks_bad.safetensors");
+  std::filesystem::remove(path);  // left by an earlier run
+  auto expect_refused = [&](std::vector<ModelBlock> blocks, const std::string& text) {
+    Tiles tiles(m, 64);
+    Status s = SaveModelBlocks(path, m.widths, blocks, tiles.Reader(m));
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(text), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(path), std::string::npos) << s.ToString();
+    EXPECT_TRUE(tiles.reads.empty()) << "checked before anything is read";
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  };
+  std::vector<ModelBlock> blocks = Tiles(m, 64).blocks;
+  std::vector<ModelBlock> missing(blocks.begin() + 1, blocks.end());
+  expect_refused(missing, "the blocks of layers.2.weight hold");
+  std::vector<ModelBlock> outside = blocks;
+  outside[0].r1 = 11;  // the first block is of layer 2's weight, which has 10 rows
+  expect_refused(outside, "not inside");
+  // A reader that returns too little: DataLoss naming the block, and no file.
+  Tiles tiles(m, 64);
+  BlockReader short_reader = [&](const ModelBlock& b) -> Result<std::vector<float>> {
+    auto v = tiles.Reader(m)(b);
+    if (b.layer == 0 && !b.bias) v->pop_back();
+    return v;
+  };
+  Status s = SaveModelBlocks(path, m.widths, blocks, short_reader);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("layers.0.weight"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // A file that is not the model's: refused by ModelFileRows, naming it.
+  ASSERT_TRUE(SaveModel(path, m).ok());
+  Result<BandReader> wrong = ModelFileRows(path, {37, 300, 128, 10});
+  EXPECT_EQ(wrong.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(wrong.status().message().find(path), std::string::npos);
+  EXPECT_EQ(ModelFileRows(Temp("no_such.safetensors"), m.widths).status().code(),
+            StatusCode::kNotFound);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

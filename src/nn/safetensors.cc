@@ -207,7 +207,10 @@ Status WriteSafetensors(const std::string& path, const TensorMap& tensors) {
 }
 
 SafetensorsWriter::SafetensorsWriter(std::string path, uint64_t data_bytes)
-    : path_(std::move(path)), tmp_(path_ + ".tmp"), remaining_(data_bytes) {}
+    : path_(std::move(path)),
+      tmp_(path_ + ".tmp"),
+      remaining_(data_bytes),
+      data_bytes_(data_bytes) {}
 
 Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(const std::string& path,
                                                                      const TensorShapes& shapes) {
@@ -221,6 +224,7 @@ Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(const std::
   const std::string header = SafetensorsHeader(shapes);
   w->out_.write(header.data(), static_cast<std::streamsize>(header.size()));
   if (!w->out_) return Status::ResourceExhausted("cannot write \"" + w->tmp_ + "\" (disk full?)");
+  w->header_bytes_ = header.size();
   return w;
 }
 
@@ -232,11 +236,31 @@ SafetensorsWriter::~SafetensorsWriter() {
 }
 
 Status SafetensorsWriter::Append(std::span<const float> values) {
+  if (placed_) return Status::FailedPrecondition("\"" + tmp_ + "\": Append after WriteAt");
+  appended_ = true;
   if (values.size_bytes() > remaining_) {
     return Status::InvalidArgument("\"" + tmp_ + "\": " + std::to_string(values.size_bytes()) +
                                    " more data bytes than the " + std::to_string(remaining_) +
                                    " the header has room for");
   }
+  out_.write(reinterpret_cast<const char*>(values.data()),
+             static_cast<std::streamsize>(values.size_bytes()));
+  if (!out_) return Status::ResourceExhausted("cannot write \"" + tmp_ + "\" (disk full?)");
+  remaining_ -= values.size_bytes();
+  return Status::Ok();
+}
+
+Status SafetensorsWriter::WriteAt(uint64_t data_offset, std::span<const float> values) {
+  if (appended_) return Status::FailedPrecondition("\"" + tmp_ + "\": WriteAt after Append");
+  placed_ = true;
+  if (data_offset > data_bytes_ || values.size_bytes() > data_bytes_ - data_offset ||
+      values.size_bytes() > remaining_) {
+    return Status::InvalidArgument(
+        "\"" + tmp_ + "\": " + std::to_string(values.size_bytes()) + " data bytes at offset " +
+        std::to_string(data_offset) + " do not fit the " + std::to_string(data_bytes_) +
+        " the header has room for (" + std::to_string(remaining_) + " not yet written)");
+  }
+  out_.seekp(static_cast<std::streamoff>(header_bytes_ + data_offset));
   out_.write(reinterpret_cast<const char*>(values.data()),
              static_cast<std::streamsize>(values.size_bytes()));
   if (!out_) return Status::ResourceExhausted("cannot write \"" + tmp_ + "\" (disk full?)");

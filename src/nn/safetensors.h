@@ -57,6 +57,10 @@ class SafetensorsWriter {
 
   // Appends the next values of the data: every tensor's values in name order, cut anywhere.
   Status Append(std::span<const float> values);
+  // Or writes `values` at byte `data_offset` of the data (0: the first tensor's first value), in
+  // any order: a file filled a block of rows at a time. A writer takes Append or WriteAt, not
+  // both; the caller writes every byte once (Finish checks the count).
+  Status WriteAt(uint64_t data_offset, std::span<const float> values);
   // Closes the temporary file and renames it to path.
   // REQUIRES: all the values of every tensor have been appended.
   Status Finish();
@@ -66,7 +70,10 @@ class SafetensorsWriter {
 
   std::string path_, tmp_;
   std::ofstream out_;
-  uint64_t remaining_;    // data bytes the header announces and Append has not yet written
+  uint64_t remaining_;  // data bytes the header announces and Append has not yet written
+  uint64_t header_bytes_ = 0;
+  uint64_t data_bytes_;
+  bool appended_ = false, placed_ = false;
   bool created_ = false;  // tmp_ is ours to remove
   bool renamed_ = false;
 };

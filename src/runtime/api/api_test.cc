@@ -7,6 +7,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -19,6 +22,7 @@
 #include "runtime/core/layout.h"
 #include "runtime/core/summary.h"
 #include "runtime/state/local_inputs.h"
+#include "runtime/state/version_store.h"
 #include "space/space_wrapper.h"
 
 namespace acan {
@@ -426,6 +430,91 @@ TEST(ApiTest, AHandlerAnnouncesItsBudgetAndTheManagerCutsTheTilesToFitIt) {
   at_edge.partition.task_size = edge;
   ASSERT_TRUE(m->model.has_value());
   EXPECT_EQ(m->model->Sha256(), ReferenceSha(at_edge));
+}
+
+// Counts the reads of each key of one version of the job's state: `<job>.p.<shard>.v<version>`.
+class VersionReads final : public SpaceWrapper {
+ public:
+  VersionReads(Space* inner, int64_t version)
+      : SpaceWrapper(inner), suffix_(".v" + std::to_string(version)) {}
+  using Space::Read;
+  Result<std::optional<Tuple>> Read(const Pattern& p) override {
+    const std::string& s = p.str();
+    if (s.find(".p.") != std::string::npos && s.ends_with(suffix_)) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++reads[s];
+    }
+    return SpaceWrapper::Read(p);
+  }
+  std::mutex mu;
+  std::map<std::string, int> reads;
+
+ private:
+  std::string suffix_;
+};
+
+// A manager within a budget far smaller than a tile ends the job (the audit's final versions and
+// model hash, the model file, the evaluation) reading each shard's last version once for the
+// audit and once for the file, where bands of a few rows would read each tile once per band; the
+// file is SaveModel's of the reference trainer's weights.
+TEST(ApiTest, AManagerWithinABudgetEndsTheJobReadingEachShardTwice) {
+  JobConfig job = Feasibility(64);
+  job.model.layers = {64, 512, 512, 10};
+  job.model.loss = LossKind::kSoftmaxCrossEntropy;
+  job.model.activation = Activation::kRelu;
+  job.train.epochs = 1;
+  job.train.batch = 16;
+  job.train.momentum = 0.9;
+  job.partition.strategy = Strategy::kTiles;
+  job.partition.task_size = 128;
+  job.runtime.handler_memory.clear();
+  const int64_t steps = 64 / 16;
+  ManagerOptions mo;
+  mo.job_id = "ends";
+  mo.memory = 256 << 10;  // bands of 8 rows of the 512-wide layer: a 128-row tile crosses 16
+  ASSERT_EQ(runtime::ReadBandRows(*nn::Plan::Create(job, 128, 64), mo.memory), 8);
+  TempDir dir("ends");
+  mo.model_path = dir.path + "/model.safetensors";
+
+  auto space = OpenSpace("mem:");
+  ASSERT_TRUE(space.ok());
+  VersionReads counted(space->get(), steps);
+  std::vector<std::thread> threads;
+  for (int h = 0; h < 2; ++h) {
+    threads.emplace_back([&, h] {
+      HandlerOptions ho;
+      ho.id = h;
+      EXPECT_TRUE(RunHandler(counted, "ends", ho).ok());
+    });
+  }
+  auto m = RunManager(counted, job, mo);
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(m->applied_last_step);
+  EXPECT_FALSE(m->audit.empty());
+  EXPECT_EQ(m->weights_sha256, ReferenceSha(job));
+  ASSERT_TRUE(m->evaluation.has_value());
+
+  // The file, byte for byte the reference trainer's model saved.
+  nn::Model init = *nn::InitialModel(job);
+  nn::Dataset data = *nn::LoadDataset(job);
+  auto trainer = nn::ReferenceTrainer::Create(job, init, data);
+  ASSERT_TRUE(trainer.ok() && (*trainer)->Train().ok());
+  const std::string want = dir.path + "/reference.safetensors";
+  ASSERT_TRUE(nn::SaveModel(want, (*trainer)->CurrentModel()).ok());
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(bytes(mo.model_path), bytes(want));
+
+  const nn::Plan plan = *nn::Plan::Create(job, 128, 64);
+  const runtime::Layout layout("ends");
+  std::lock_guard<std::mutex> lock(counted.mu);
+  for (const nn::ShardSpec& s : plan.shards()) {
+    EXPECT_EQ(counted.reads[layout.State(s.key, steps).str()], 2) << s.key;
+    EXPECT_EQ(counted.reads[layout.State(s.momentum_key, steps).str()], 1) << s.momentum_key;
+  }
 }
 
 // A handler whose copy of the data is not the manager's refuses to run, naming why.

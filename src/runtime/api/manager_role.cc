@@ -41,20 +41,21 @@ namespace {
 using internal::JobLayout;
 using internal::PutUsage;
 
-// The end of a job for a manager with a memory budget: the trained model hashed, written to
-// `model_path` (unless "") and evaluated, each a row block at a time, never held whole. The
-// evaluation takes the data in groups that keep two layers' activations within a sixteenth of
-// the budget (kEvalChunkRows at most, Evaluate's own chunks).
+// The end of a job for a manager with a memory budget: the trained model written to
+// `model_path` (or, with none, to a scratch file) a shard at a time, each shard read once, then
+// hashed and evaluated from the file a band of rows at a time, never held whole. The evaluation
+// takes the data in groups that keep two layers' activations within a sixteenth of the budget
+// (kEvalChunkRows at most, Evaluate's own chunks).
 Status FinishWithinBudget(Space& space, const runtime::Layout& layout, const nn::Plan& plan,
                           int64_t version, const JobConfig& job, const nn::Dataset& train,
                           int64_t memory, const std::string& model_path, ManagerReport* report) {
-  const nn::BandReader rows = runtime::VersionRows(&space, layout, plan, version);
-  const int64_t band = runtime::ReadBandRows(plan, memory);
+  const runtime::ScratchFile scratch("model");
+  const std::string& path = model_path.empty() ? scratch.path() : model_path;
+  ACAN_RETURN_IF_ERROR(runtime::SaveVersion(&space, layout, plan, version, path));
   const std::vector<int64_t>& widths = plan.widths();
+  ACAN_ASSIGN_OR_RETURN(const nn::BandReader rows, nn::ModelFileRows(path, widths));
+  const int64_t band = runtime::ReadBandRows(plan, memory);
   ACAN_ASSIGN_OR_RETURN(report->weights_sha256, nn::StreamedModelSha256(widths, rows, band));
-  if (!model_path.empty()) {
-    ACAN_RETURN_IF_ERROR(nn::SaveModelStreamed(model_path, widths, rows, band));
-  }
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, train));
   const nn::Dataset& data = test ? *test : train;
   const int64_t widest = *std::max_element(widths.begin(), widths.end());

@@ -4,7 +4,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <string>
+
 #include "nn/model.h"
+#include "nn/model_stream.h"
+#include "nn/safetensors.h"
 #include "runtime/core/messages.h"
 #include "runtime/manager/manager.h"
 #include "runtime/state/version_store.h"
@@ -55,17 +60,37 @@ Status Manager::AuditHandler(int handler) {
 
 Status Manager::AuditEnd() {
   if (!audit_ || !progress_.finished) return Status::Ok();
-  // The model's hash a row block at a time, as a manager that must not hold it reads it.
-  const nn::BandReader rows = VersionRows(space_, layout_, *plan_, progress_.total_steps);
-  ACAN_ASSIGN_OR_RETURN(
-      std::string model_sha256,
-      nn::StreamedModelSha256(
-          plan_->widths(),
-          [&](int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
-            ACAN_RETURN_IF_ERROR(lease_.Keep());
-            return rows(layer, bias, r0, r1);
-          },
-          ReadBandRows(*plan_, options_.memory)));
+  const int64_t last = progress_.total_steps;
+  const auto keep = [this] { return lease_.Keep(); };
+  std::string model_sha256;
+  std::map<std::string, std::string> hashed;  // final versions hashed as the model was written
+  if (options_.memory > 0) {
+    // Within a budget, the model goes to a scratch file a shard at a time, each shard read once
+    // (and hashed as read), and its hash is taken from the file by rows: a pass of bands over the
+    // space would read each tile once for every band it crosses.
+    ScratchFile file("audit");
+    ACAN_RETURN_IF_ERROR(SaveVersion(
+        space_, layout_, *plan_, last, file.path(), keep,
+        [&](const std::string& key, const Value& value) {
+          hashed[key] =
+              nn::BytesSha256({reinterpret_cast<const char*>(value.data()), value.size()});
+        }));
+    ACAN_ASSIGN_OR_RETURN(nn::BandReader rows, nn::ModelFileRows(file.path(), plan_->widths()));
+    ACAN_ASSIGN_OR_RETURN(
+        model_sha256,
+        nn::StreamedModelSha256(plan_->widths(), rows, ReadBandRows(*plan_, options_.memory)));
+  } else {
+    // A row block at a time: each shard read once.
+    const nn::BandReader rows = VersionRows(space_, layout_, *plan_, last);
+    ACAN_ASSIGN_OR_RETURN(model_sha256, nn::StreamedModelSha256(
+                                            plan_->widths(),
+                                            [&](int layer, bool bias, int64_t r0,
+                                                int64_t r1) -> Result<std::vector<float>> {
+                                              ACAN_RETURN_IF_ERROR(keep());
+                                              return rows(layer, bias, r0, r1);
+                                            },
+                                            ReadBandRows(*plan_)));
+  }
   // Every shard's final version, hashed as it is read: a model altered after the fact is named
   // tensor by tensor (acan audit verify --model).
   std::vector<WrittenVersion> finals;
@@ -74,8 +99,12 @@ Status Manager::AuditEnd() {
     tensors[s.key] = s.name;
     for (const std::string& key : {s.key, s.momentum_key}) {
       if (key.empty()) continue;
-      ACAN_RETURN_IF_ERROR(lease_.Keep());
       const int64_t v = versions_.Current(key);
+      if (auto it = hashed.find(key); it != hashed.end() && v == last) {
+        finals.push_back({key, v, Value(), it->second});
+        continue;
+      }
+      ACAN_RETURN_IF_ERROR(keep());
       ACAN_ASSIGN_OR_RETURN(auto t, space_->Read(layout_.State(key, v)));
       if (!t.has_value()) continue;
       finals.push_back({key, v, t->value, ""});

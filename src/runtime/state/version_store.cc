@@ -1,9 +1,12 @@
 #include "runtime/state/version_store.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <filesystem>
 
 #include "nn/safetensors.h"
 #include "runtime/state/confirmed_put.h"
@@ -140,6 +143,44 @@ nn::BandReader VersionRows(Space* space, const Layout& layout, const nn::Plan& p
   return [space, &layout, &plan, version](int layer, bool bias, int64_t r0, int64_t r1) {
     return ReadModelRows(space, layout, plan, version, layer, bias, r0, r1);
   };
+}
+
+Status SaveVersion(Space* space, const Layout& layout, const nn::Plan& plan, int64_t version,
+                   const std::string& path, const std::function<Status()>& keep,
+                   const std::function<void(const std::string& key, const Value&)>& on_shard) {
+  std::vector<nn::ModelBlock> blocks;
+  std::map<std::tuple<int, bool, int64_t, int64_t>, const nn::ShardSpec*> shard_of;
+  for (const nn::ShardSpec& s : plan.shards()) {
+    blocks.push_back({s.layer, s.bias, s.r0, s.r1, s.c0, s.c1});
+    shard_of[{s.layer, s.bias, s.r0, s.c0}] = &s;
+  }
+  return nn::SaveModelBlocks(
+      path, plan.widths(), blocks, [&](const nn::ModelBlock& b) -> Result<std::vector<float>> {
+        const nn::ShardSpec& s = *shard_of.at({b.layer, b.bias, b.r0, b.c0});
+        if (keep) ACAN_RETURN_IF_ERROR(keep());
+        ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.State(s.key, version)));
+        if (!t.has_value()) {
+          return Status::DataLoss(
+              fmt::format("version {} of '{}' is not in the space", version, s.key));
+        }
+        if (on_shard) on_shard(s.key, t->value);
+        const auto v = t->value.As<float>();
+        return std::vector<float>(v.begin(), v.end());
+      });
+}
+
+ScratchFile::ScratchFile(std::string_view what) {
+  static std::atomic<int> count{0};
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) dir = "/tmp";
+  path_ = (dir / fmt::format("acan-{}-{}-{}.safetensors", what, getpid(), count++)).string();
+}
+
+ScratchFile::~ScratchFile() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);
+  std::filesystem::remove(path_ + ".tmp", ec);
 }
 
 int64_t ReadBandRows(const nn::Plan& plan, int64_t memory) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -103,6 +104,32 @@ Result<std::vector<float>> ReadModelRows(Space* space, const Layout& layout, con
 // arguments outlive the reader.
 nn::BandReader VersionRows(Space* space, const Layout& layout, const nn::Plan& plan,
                            int64_t version);
+// Writes version `version` of the model to `path`, byte for byte as nn::SaveModel would, reading
+// each shard once (nn::SaveModelBlocks), where a pass of bands over VersionRows reads a tile once
+// for every band it crosses: a process that must not hold the model writes it so, then hashes and
+// evaluates it from the file by rows (nn::ModelFileRows). `on_shard`, if given, sees each shard's
+// key and bytes as they are read (the audit hashes the final versions so), after `keep` (the
+// lease's) was called before the read. DataLoss naming a shard that lacks the version.
+Status SaveVersion(
+    Space* space, const Layout& layout, const nn::Plan& plan, int64_t version,
+    const std::string& path, const std::function<Status()>& keep = nullptr,
+    const std::function<void(const std::string& key, const Value&)>& on_shard = nullptr);
+
+// A file of this process's own under the temporary folder ($TMPDIR, or /tmp), named after `what`,
+// the process and a count, removed (with the ".tmp" a writer may leave) when it goes: where a
+// manager without a model path writes the model it must hash and evaluate by rows.
+class ScratchFile {
+ public:
+  explicit ScratchFile(std::string_view what);
+  ~ScratchFile();
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // The rows such a pass reads at a time: the plan's tallest row block (a tile's edge; a whole
 // tensor's rows when its shards are whole), so that each band reads each shard once; with a
 // memory budget (> 0), a band of the widest tensor at most a sixteenth of it (a block then read in
