@@ -57,6 +57,9 @@ struct HandlerOptions {
   // none when the job names none): a task whose inputs and outputs, with the data it makes its
   // inputs from, would pass it is refused with why (the manager sends it again), never run.
   int64_t memory = 0;
+  // Once it has joined, before its first take: the budget it holds to (`memory`, or the job's;
+  // 0: none), e.g. for the process to tune its allocator to it.
+  std::function<void(int64_t memory)> on_budget;
 };
 
 struct HandlerReport {

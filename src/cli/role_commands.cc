@@ -9,8 +9,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,7 @@
 #include "cli/roles.h"
 #include "cli/run_support.h"
 #include "common/byte_size.h"
+#include "runtime/core/budget.h"
 #include "runtime/core/summary.h"
 #include "runtime/run/artefacts.h"
 
@@ -64,13 +67,17 @@ struct ManagerArgs {
   std::string memory;  // --memory, a size ("": the job's)
 };
 
-// Tensors of a megabyte and more come from the kernel and go back to it when freed. glibc's
+// Blocks of a megabyte and more come from the kernel and go back to it when freed. glibc's
 // default raises that threshold to the largest block freed so far, and then keeps up to twice as
 // much freed memory in its arenas (a handler of the 16 MiB wide-layer job peaked at 27-29 MiB of
-// anonymous memory before): fixed, a role process's peak follows what it holds.
-void FollowWhatItHolds() {
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+// anonymous memory before): fixed, a role process's peak follows what it holds. With a memory
+// budget it keeps what runtime::RetainedBytes allows (a quarter of it, counted in the handler's
+// workspace), so that the space client's megabyte-sized messages reuse freed memory instead of
+// faulting fresh pages in for each (2.3x the time on the 64 MiB layer at 16 MiB budgets).
+void FollowWhatItHolds(int64_t budget) {
+  const int64_t keep = budget > 0 ? runtime::RetainedBytes(budget) : int64_t{1} << 20;
+  mallopt(M_MMAP_THRESHOLD, int(std::min<int64_t>(2 * keep, INT32_MAX)));
+  mallopt(M_TRIM_THRESHOLD, int(keep));
 }
 
 // summary.json of a job run by manager processes: what the active manager knows at the end.
@@ -121,7 +128,6 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
 int RunManagerCommand(const ManagerArgs& a) {
   const std::string name = a.name.empty() ? fmt::format("manager-{}", getpid()) : a.name;
   SignalStop signals({kRoleLeaveWithin, fmt::format("manager {}", name), a.space});
-  FollowWhatItHolds();
   auto job = ParseJobFile(a.config);
   if (!job.ok()) return Fail(job.status());
   if (!a.out.empty()) {
@@ -157,6 +163,7 @@ int RunManagerCommand(const ManagerArgs& a) {
     }
     o.memory = *memory;
   }
+  FollowWhatItHolds(o.memory > 0 ? o.memory : job->runtime.manager_memory);
   o.stop = signals.token();
   RunPrinter printer(a.quiet);
   o.on_progress = printer.on_progress;
@@ -228,7 +235,6 @@ int RunHandlerCommand(const HandlerArgs& a) {
   sigemptyset(&speed_only);
   sigaddset(&speed_only, SIGRTMIN);
   pthread_sigmask(SIG_UNBLOCK, &speed_only, nullptr);
-  FollowWhatItHolds();
   HandlerOptions o;
   o.id = id;
   o.task_types = a.ops;
@@ -245,6 +251,8 @@ int RunHandlerCommand(const HandlerArgs& a) {
     }
     o.memory = *memory;
   }
+  FollowWhatItHolds(o.memory);
+  o.on_budget = [](int64_t memory) { FollowWhatItHolds(memory); };
   o.on_serving = [](const std::string& url) {
     std::fprintf(stderr, "acan: metrics at %s\n", url.c_str());
   };

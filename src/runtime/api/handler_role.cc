@@ -176,6 +176,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     ho.memory = budgets[size_t(options.id) % budgets.size()];
   }
   if (ho.memory < 0) return Status::InvalidArgument("handler memory must be >= 0");
+  if (options.on_budget) options.on_budget(ho.memory);
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;

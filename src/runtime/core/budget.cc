@@ -17,6 +17,15 @@ int64_t SmallestBudget(const std::vector<int64_t>& budgets) {
   return smallest;
 }
 
+int64_t RetainedBytes(int64_t budget) {
+  return std::clamp<int64_t>(budget / 4, int64_t{1} << 20, int64_t{64} << 20);
+}
+
+int64_t WorkspaceBytes(int64_t budget) {
+  return budget > 0 ? kWorkspaceBytes + RetainedBytes(budget) - (int64_t{1} << 20)
+                    : kWorkspaceBytes;
+}
+
 int64_t TaskHoldBytes(const nn::TaskSpec& task) {
   int64_t largest = 0;
   for (int64_t n : nn::InputSizes(task)) largest = std::max(largest, n);
@@ -59,7 +68,8 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
     ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job, size));
     return LargestTask(plan, rows);
   };
-  const int64_t room = budget - data_bytes - kWorkspaceBytes;
+  const int64_t workspace = WorkspaceBytes(budget);
+  const int64_t room = budget - data_bytes - workspace;
   auto fits = [&](const TaskFit& f) { return budget <= 0 || f.largest_bytes <= room; };
   auto too_small = [&](const TaskFit& f, const std::string& cut) {
     return Status::InvalidArgument(fmt::format(
@@ -69,9 +79,9 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
         HumanBytes(double(f.largest_bytes)),
         data_bytes > 0
             ? fmt::format(", on top of the {} of data and {} of workspace a handler holds",
-                          HumanBytes(double(data_bytes)), HumanBytes(double(kWorkspaceBytes)))
+                          HumanBytes(double(data_bytes)), HumanBytes(double(workspace)))
             : fmt::format(", on top of the {} of workspace a handler holds",
-                          HumanBytes(double(kWorkspaceBytes)))));
+                          HumanBytes(double(workspace)))));
   };
   if (!tiles || task_size > 0 || budget <= 0) {
     ACAN_ASSIGN_OR_RETURN(TaskFit f, at(task_size > 0 ? task_size : (tiles ? start : -1)));

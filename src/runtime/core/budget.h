@@ -19,6 +19,16 @@ inline constexpr int64_t kMinTileEdge = 8;
 // x 2048 layer at 4 MiB against a tiny job's handler over nats:local): 1.0-1.3 MiB.
 inline constexpr int64_t kWorkspaceBytes = int64_t{3} << 19;  // 1.5 MiB
 
+// The freed memory a role process with `budget` (> 0) keeps for reuse (glibc's trim threshold; its
+// mmap threshold twice that): a quarter of the budget, 1 to 64 MiB. Handing every megabyte-sized
+// message back to the kernel and faulting the next one in cost 2.3x in time on the 64 MiB layer
+// at 16 MiB budgets (docs/benchmarks.md); the 1 MiB every budgeted process kept before is in
+// kWorkspaceBytes' measurement, the rest is counted in WorkspaceBytes.
+int64_t RetainedBytes(int64_t budget);
+// What a handler with `budget` (0: none) holds whatever its tasks: kWorkspaceBytes and what it
+// keeps freed beyond 1 MiB.
+int64_t WorkspaceBytes(int64_t budget);
+
 // Bytes a handler holds to run `task`: its inputs and outputs, and room for three more copies of
 // its largest tensor: one on its way in while the space's client still holds the message, one
 // on its way out in the client's write buffer (over NATS both exist while the task is in hand),

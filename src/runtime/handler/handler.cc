@@ -21,6 +21,7 @@ Handler::Handler(Space* space, Layout layout, HandlerSettings options, HandlerSt
     : space_(space),
       layout_(std::move(layout)),
       options_(std::move(options)),
+      workspace_(WorkspaceBytes(options_.memory)),
       stats_(stats),
       env_(options_.env ? options_.env : Env::Default()) {
   stats_->memory_budget.store(options_.memory);
@@ -206,7 +207,7 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
   const auto taken = Clock::now();
   // Only a handler with a budget sizes its tasks (off the path of every other task).
   const int64_t held =
-      options_.memory > 0 ? TaskHoldBytes(m.spec) + options_.data_bytes + kWorkspaceBytes : 0;
+      options_.memory > 0 ? TaskHoldBytes(m.spec) + options_.data_bytes + workspace_ : 0;
   if (held > options_.memory) {
     // Over this handler's budget: refused with why, before anything of it is read.
     stats_->refused.fetch_add(1);
@@ -214,9 +215,8 @@ Handler::Outcome Handler::RunTask(const TaskMessage& m, bool pre_claimed,
     refusal.refused = fmt::format(
         "task '{}' needs {} for its inputs and outputs in hand and in flight{}, over handler "
         "{}'s memory budget of {}",
-        m.spec.key, HumanBytes(double(held - options_.data_bytes - kWorkspaceBytes)),
-        " and " + HumanBytes(double(options_.data_bytes + kWorkspaceBytes)) +
-            " of data and workspace",
+        m.spec.key, HumanBytes(double(held - options_.data_bytes - workspace_)),
+        " and " + HumanBytes(double(options_.data_bytes + workspace_)) + " of data and workspace",
         options_.id, HumanBytes(double(options_.memory)));
     Status put = space_->Put(layout_.Done(m.spec.key), EncodeDoneMessage(refusal));
     if (pre_claimed) (void)space_->Erase(layout_.Claim(m.spec.key, options_.id));

@@ -134,6 +134,7 @@ class Handler {
   Space* space_;
   Layout layout_;
   HandlerSettings options_;
+  int64_t workspace_;  // WorkspaceBytes(options_.memory)
   HandlerStats* stats_;
   std::vector<AbandonedTask> abandoned_;
   const Env* env_;
