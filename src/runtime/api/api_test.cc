@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -456,7 +457,8 @@ class VersionReads final : public SpaceWrapper {
 // A manager within a budget far smaller than a tile ends the job (the audit's final versions and
 // model hash, the model file, the evaluation) reading each shard's last version once for the
 // audit and once for the file, where bands of a few rows would read each tile once per band; the
-// file is SaveModel's of the reference trainer's weights.
+// file is SaveModel's of the reference trainer's weights. One that can write no scratch file reads
+// the rows from the space instead.
 TEST(ApiTest, AManagerWithinABudgetEndsTheJobReadingEachShardTwice) {
   JobConfig job = Feasibility(64);
   job.model.layers = {64, 512, 512, 10};
@@ -510,11 +512,34 @@ TEST(ApiTest, AManagerWithinABudgetEndsTheJobReadingEachShardTwice) {
 
   const nn::Plan plan = *nn::Plan::Create(job, 128, 64);
   const runtime::Layout layout("ends");
-  std::lock_guard<std::mutex> lock(counted.mu);
-  for (const nn::ShardSpec& s : plan.shards()) {
-    EXPECT_EQ(counted.reads[layout.State(s.key, steps).str()], 2) << s.key;
-    EXPECT_EQ(counted.reads[layout.State(s.momentum_key, steps).str()], 1) << s.momentum_key;
+  {
+    std::lock_guard<std::mutex> lock(counted.mu);
+    for (const nn::ShardSpec& s : plan.shards()) {
+      EXPECT_EQ(counted.reads[layout.State(s.key, steps).str()], 2) << s.key;
+      EXPECT_EQ(counted.reads[layout.State(s.momentum_key, steps).str()], 1) << s.momentum_key;
+    }
   }
+
+  // A second manager finds the job finished; with no model path and no temporary folder it can
+  // write to (nothing can be created in /proc), it reads the model's rows from the space instead
+  // and reports the same hash and evaluation.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = tmpdir ? tmpdir : "";
+  setenv("TMPDIR", "/proc", 1);
+  ManagerOptions again = mo;
+  again.model_path.clear();
+  auto late = RunManager(counted, job, again);
+  if (saved_tmpdir.empty()) {
+    unsetenv("TMPDIR");
+  } else {
+    setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  }
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  EXPECT_TRUE(late->job_finished);
+  EXPECT_EQ(late->weights_sha256, m->weights_sha256);
+  ASSERT_TRUE(late->evaluation.has_value());
+  EXPECT_EQ(late->evaluation->accuracy, m->evaluation->accuracy);
+  EXPECT_EQ(late->evaluation->loss, m->evaluation->loss);
 }
 
 // A handler whose copy of the data is not the manager's refuses to run, naming why.

@@ -51,9 +51,10 @@ Status FinishWithinBudget(Space& space, const runtime::Layout& layout, const nn:
                           int64_t memory, const std::string& model_path, ManagerReport* report) {
   const runtime::ScratchFile scratch("model");
   const std::string& path = model_path.empty() ? scratch.path() : model_path;
-  ACAN_RETURN_IF_ERROR(runtime::SaveVersion(&space, layout, plan, version, path));
   const std::vector<int64_t>& widths = plan.widths();
-  ACAN_ASSIGN_OR_RETURN(const nn::BandReader rows, nn::ModelFileRows(path, widths));
+  ACAN_ASSIGN_OR_RETURN(const nn::BandReader rows,
+                        runtime::SavedVersionRows(&space, layout, plan, version, path,
+                                                  /*scratch=*/model_path.empty()));
   const int64_t band = runtime::ReadBandRows(plan, memory);
   ACAN_ASSIGN_OR_RETURN(report->weights_sha256, nn::StreamedModelSha256(widths, rows, band));
   ACAN_ASSIGN_OR_RETURN(std::optional<nn::Dataset> test, nn::LoadTestDataset(job, train));

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "nn/model.h"
@@ -62,35 +63,31 @@ Status Manager::AuditEnd() {
   if (!audit_ || !progress_.finished) return Status::Ok();
   const int64_t last = progress_.total_steps;
   const auto keep = [this] { return lease_.Keep(); };
-  std::string model_sha256;
   std::map<std::string, std::string> hashed;  // final versions hashed as the model was written
+  // Without a budget, the model's rows a row block at a time (each shard read once). Within one,
+  // the model goes to a scratch file a shard at a time, each shard read once (and hashed as
+  // read), and its rows come from the file: bands of a sixteenth of the budget over the space
+  // would read each tile once for every band it crosses.
+  std::optional<ScratchFile> file;
+  nn::BandReader rows = VersionRows(space_, layout_, *plan_, last);
   if (options_.memory > 0) {
-    // Within a budget, the model goes to a scratch file a shard at a time, each shard read once
-    // (and hashed as read), and its hash is taken from the file by rows: a pass of bands over the
-    // space would read each tile once for every band it crosses.
-    ScratchFile file("audit");
-    ACAN_RETURN_IF_ERROR(SaveVersion(
-        space_, layout_, *plan_, last, file.path(), keep,
-        [&](const std::string& key, const Value& value) {
-          hashed[key] =
-              nn::BytesSha256({reinterpret_cast<const char*>(value.data()), value.size()});
-        }));
-    ACAN_ASSIGN_OR_RETURN(nn::BandReader rows, nn::ModelFileRows(file.path(), plan_->widths()));
+    file.emplace("audit");
     ACAN_ASSIGN_OR_RETURN(
-        model_sha256,
-        nn::StreamedModelSha256(plan_->widths(), rows, ReadBandRows(*plan_, options_.memory)));
-  } else {
-    // A row block at a time: each shard read once.
-    const nn::BandReader rows = VersionRows(space_, layout_, *plan_, last);
-    ACAN_ASSIGN_OR_RETURN(model_sha256, nn::StreamedModelSha256(
-                                            plan_->widths(),
-                                            [&](int layer, bool bias, int64_t r0,
-                                                int64_t r1) -> Result<std::vector<float>> {
-                                              ACAN_RETURN_IF_ERROR(keep());
-                                              return rows(layer, bias, r0, r1);
-                                            },
-                                            ReadBandRows(*plan_)));
+        rows, SavedVersionRows(space_, layout_, *plan_, last, file->path(), /*scratch=*/true, keep,
+                               [&](const std::string& key, const Value& value) {
+                                 hashed[key] = nn::BytesSha256(
+                                     {reinterpret_cast<const char*>(value.data()), value.size()});
+                               }));
   }
+  ACAN_ASSIGN_OR_RETURN(
+      const std::string model_sha256,
+      nn::StreamedModelSha256(
+          plan_->widths(),
+          [&](int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
+            ACAN_RETURN_IF_ERROR(keep());
+            return rows(layer, bias, r0, r1);
+          },
+          ReadBandRows(*plan_, options_.memory)));
   // Every shard's final version, hashed as it is read: a model altered after the fact is named
   // tensor by tensor (acan audit verify --model).
   std::vector<WrittenVersion> finals;

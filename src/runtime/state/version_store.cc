@@ -1,6 +1,7 @@
 #include "runtime/state/version_store.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -167,6 +168,20 @@ Status SaveVersion(Space* space, const Layout& layout, const nn::Plan& plan, int
         const auto v = t->value.As<float>();
         return std::vector<float>(v.begin(), v.end());
       });
+}
+
+Result<nn::BandReader> SavedVersionRows(
+    Space* space, const Layout& layout, const nn::Plan& plan, int64_t version,
+    const std::string& path, bool scratch, const std::function<Status()>& keep,
+    const std::function<void(const std::string& key, const Value&)>& on_shard) {
+  Status saved = SaveVersion(space, layout, plan, version, path, keep, on_shard);
+  if (saved.ok()) return nn::ModelFileRows(path, plan.widths());
+  const bool file_error = saved.code() == StatusCode::kPermissionDenied ||
+                          saved.code() == StatusCode::kResourceExhausted;
+  if (!scratch || !file_error) return saved;
+  spdlog::warn("job '{}': {}; reading the model in bands from the space instead", layout.job(),
+               saved.message());
+  return VersionRows(space, layout, plan, version);
 }
 
 ScratchFile::ScratchFile(std::string_view what) {

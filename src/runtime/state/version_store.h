@@ -115,6 +115,17 @@ Status SaveVersion(
     const std::string& path, const std::function<Status()>& keep = nullptr,
     const std::function<void(const std::string& key, const Value&)>& on_shard = nullptr);
 
+// The rows of version `version` as a process within `memory` bytes reads them at its end: the
+// model written to `path` a shard at a time (SaveVersion, each shard read once) and read back from
+// the file (nn::ModelFileRows). Where `scratch` is true and no file can be written at `path` (no
+// room, no permission), the rows are read in bands from the space instead (VersionRows: each tile
+// once per band it crosses), with a warning: a scratch file is for speed, not needed. `keep` and
+// `on_shard` as SaveVersion's. REQUIRES: the arguments outlive the reader.
+Result<nn::BandReader> SavedVersionRows(
+    Space* space, const Layout& layout, const nn::Plan& plan, int64_t version,
+    const std::string& path, bool scratch, const std::function<Status()>& keep = nullptr,
+    const std::function<void(const std::string& key, const Value&)>& on_shard = nullptr);
+
 // A file of this process's own under the temporary folder ($TMPDIR, or /tmp), named after `what`,
 // the process and a count, removed (with the ".tmp" a writer may leave) when it goes: where a
 // manager without a model path writes the model it must hash and evaluate by rows.
