@@ -38,15 +38,16 @@ JobConfig Feasibility(int64_t samples = 40) {
   return *job;
 }
 
-// The reference trainer's weights for a job: an independent oracle.
-std::string ReferenceSha(const JobConfig& job) {
+// The reference trainer's model for a job, and its weights' hash: an independent oracle.
+nn::Model ReferenceModel(const JobConfig& job) {
   nn::Model init = *nn::InitialModel(job);
   nn::Dataset data = *nn::LoadDataset(job);
   auto trainer = nn::ReferenceTrainer::Create(job, init, data);
   EXPECT_TRUE(trainer.ok()) << trainer.status().ToString();
   EXPECT_TRUE((*trainer)->Train().ok());
-  return nn::ModelSha256((*trainer)->CurrentModel());
+  return (*trainer)->CurrentModel();
 }
+std::string ReferenceSha(const JobConfig& job) { return nn::ModelSha256(ReferenceModel(job)); }
 
 // A fresh directory, removed when the test's TempDir goes out of scope.
 struct TempDir {
@@ -376,20 +377,26 @@ TEST(ApiTest, HandlersMakingTheirInputsGiveTheReferenceWeightsWithNoInputInTheSp
   }
 }
 
-// A handler started with a memory budget announces it before the job exists; the manager that
-// then makes the job (whose file names no budget) cuts its tiles so that every task fits it:
-// at the edge the job would get otherwise, its largest task would not. Bitwise the reference.
-TEST(ApiTest, AHandlerAnnouncesItsBudgetAndTheManagerCutsTheTilesToFitIt) {
+// A classifier with a 512 x 512 layer, 64 rows in steps of 16, no handler budget in its file.
+JobConfig WideClassifier() {
   JobConfig job = Feasibility(64);
   job.model.layers = {64, 512, 512, 10};
   job.model.loss = LossKind::kSoftmaxCrossEntropy;
   job.model.activation = Activation::kRelu;
   job.train.epochs = 1;
   job.train.batch = 16;
-  job.partition.task_size = 0;
   job.runtime.handler_memory.clear();
+  return job;
+}
+
+// A handler started with a memory budget announces it before the job exists; the manager that
+// then makes the job (whose file names no budget) cuts its tiles so that every task fits it:
+// at the edge the job would get otherwise, its largest task would not. Bitwise the reference.
+TEST(ApiTest, AHandlerAnnouncesItsBudgetAndTheManagerCutsTheTilesToFitIt) {
+  JobConfig job = WideClassifier();
+  job.partition.task_size = 0;
   constexpr int64_t kBudget = 2 << 20;  // beside a handler's workspace, room for 0.5 MiB of task
-  constexpr int64_t kRoom = kBudget - runtime::kWorkspaceBytes;
+  const int64_t kRoom = kBudget - runtime::WorkspaceBytes(kBudget);
   const int64_t free_edge = runtime::InitialTaskSize(job.model.layers, true, job.train.batch);
   ASSERT_GT(runtime::LargestTask(*nn::Plan::Create(job, free_edge, 64), 16).largest_bytes, kRoom)
       << "the job's own cut fits the budget already: the test proves nothing";
@@ -460,16 +467,10 @@ class VersionReads final : public SpaceWrapper {
 // file is SaveModel's of the reference trainer's weights. One that can write no scratch file reads
 // the rows from the space instead.
 TEST(ApiTest, AManagerWithinABudgetEndsTheJobReadingEachShardTwice) {
-  JobConfig job = Feasibility(64);
-  job.model.layers = {64, 512, 512, 10};
-  job.model.loss = LossKind::kSoftmaxCrossEntropy;
-  job.model.activation = Activation::kRelu;
-  job.train.epochs = 1;
-  job.train.batch = 16;
+  JobConfig job = WideClassifier();
   job.train.momentum = 0.9;
   job.partition.strategy = Strategy::kTiles;
   job.partition.task_size = 128;
-  job.runtime.handler_memory.clear();
   const int64_t steps = 64 / 16;
   ManagerOptions mo;
   mo.job_id = "ends";
@@ -498,12 +499,8 @@ TEST(ApiTest, AManagerWithinABudgetEndsTheJobReadingEachShardTwice) {
   ASSERT_TRUE(m->evaluation.has_value());
 
   // The file, byte for byte the reference trainer's model saved.
-  nn::Model init = *nn::InitialModel(job);
-  nn::Dataset data = *nn::LoadDataset(job);
-  auto trainer = nn::ReferenceTrainer::Create(job, init, data);
-  ASSERT_TRUE(trainer.ok() && (*trainer)->Train().ok());
   const std::string want = dir.path + "/reference.safetensors";
-  ASSERT_TRUE(nn::SaveModel(want, (*trainer)->CurrentModel()).ok());
+  ASSERT_TRUE(nn::SaveModel(want, ReferenceModel(job)).ok());
   auto bytes = [](const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
