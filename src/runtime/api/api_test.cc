@@ -19,6 +19,7 @@
 #include "nn/plan.h"
 #include "nn/trainer.h"
 #include "obs/http_server.h"
+#include "runtime/audit/audit.h"
 #include "runtime/core/budget.h"
 #include "runtime/core/layout.h"
 #include "runtime/core/summary.h"
@@ -494,8 +495,14 @@ TEST(ApiTest, AManagerWithinABudgetEndsTheJobReadingEachShardTwice) {
   for (auto& t : threads) t.join();
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   ASSERT_TRUE(m->applied_last_step);
-  EXPECT_FALSE(m->audit.empty());
   EXPECT_EQ(m->weights_sha256, ReferenceSha(job));
+  // The audit's end took the model's hash from its own scratch file: the reference's, the chain
+  // whole.
+  runtime::AuditVerifyOptions verify;
+  verify.model_sha256 = m->weights_sha256;
+  const runtime::AuditVerdict verdict = runtime::VerifyAuditLines(m->audit, verify);
+  EXPECT_TRUE(verdict.ok) << "line " << verdict.line << ": " << verdict.problem;
+  EXPECT_EQ(verdict.final_model_sha256, m->weights_sha256);
   ASSERT_TRUE(m->evaluation.has_value());
 
   // The file, byte for byte the reference trainer's model saved.
