@@ -70,9 +70,9 @@ class SafetensorsWriter {
 
   std::string path_, tmp_;
   std::ofstream out_;
-  uint64_t remaining_;  // data bytes the header announces and Append has not yet written
+  uint64_t remaining_;  // data bytes the header announces and not yet written
   uint64_t header_bytes_ = 0;
-  uint64_t data_bytes_;
+  uint64_t data_bytes_;  // all that the header announces
   bool appended_ = false, placed_ = false;
   bool created_ = false;  // tmp_ is ours to remove
   bool renamed_ = false;

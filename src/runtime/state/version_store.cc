@@ -150,14 +150,14 @@ Status SaveVersion(Space* space, const Layout& layout, const nn::Plan& plan, int
                    const std::string& path, const std::function<Status()>& keep,
                    const std::function<void(const std::string& key, const Value&)>& on_shard) {
   std::vector<nn::ModelBlock> blocks;
-  std::map<std::tuple<int, bool, int64_t, int64_t>, const nn::ShardSpec*> shard_of;
   for (const nn::ShardSpec& s : plan.shards()) {
     blocks.push_back({s.layer, s.bias, s.r0, s.r1, s.c0, s.c1});
-    shard_of[{s.layer, s.bias, s.r0, s.c0}] = &s;
   }
+  // SaveModelBlocks reads the blocks once each, in their order: the plan's shards'.
+  size_t next = 0;
   return nn::SaveModelBlocks(
-      path, plan.widths(), blocks, [&](const nn::ModelBlock& b) -> Result<std::vector<float>> {
-        const nn::ShardSpec& s = *shard_of.at({b.layer, b.bias, b.r0, b.c0});
+      path, plan.widths(), blocks, [&](const nn::ModelBlock&) -> Result<std::vector<float>> {
+        const nn::ShardSpec& s = plan.shards()[next++];
         if (keep) ACAN_RETURN_IF_ERROR(keep());
         ACAN_ASSIGN_OR_RETURN(auto t, space->Read(layout.State(s.key, version)));
         if (!t.has_value()) {

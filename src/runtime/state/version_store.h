@@ -115,7 +115,7 @@ Status SaveVersion(
     const std::string& path, const std::function<Status()>& keep = nullptr,
     const std::function<void(const std::string& key, const Value&)>& on_shard = nullptr);
 
-// The rows of version `version` as a process within `memory` bytes reads them at its end: the
+// The rows of version `version` as a process that must not hold the model reads them: the
 // model written to `path` a shard at a time (SaveVersion, each shard read once) and read back from
 // the file (nn::ModelFileRows). Where `scratch` is true and no file can be written at `path` (no
 // room, no permission), the rows are read in bands from the space instead (VersionRows: each tile
