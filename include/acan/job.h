@@ -96,10 +96,29 @@ struct ACAN_EXPORT TrainConfig {
   uint64_t seed = 42;
 };
 
+// A band of a tiles job's grid: a share of every width (the model's input, each layer's output)
+// cut into blocks of `edge`. The bands lie in their order, band i over [W * S_i / S, W * S_(i+1) /
+// S) of a width W (S_i: the shares before band i, S: all of them; integer division); a block at a
+// band's end is as wide as what is left. A weight tile spans a row block and a column block, so
+// tiles of bands with different edges differ in size. With budgets, each band is cut for handlers
+// of that budget: a task goes only to handlers whose budget is at least the smallest band budget
+// that holds it (runtime/core/budget.h).
+inline constexpr size_t kMaxTileBands = 16;
+inline constexpr int64_t kMaxTileBandShare = int64_t{1} << 20;
+struct TileBand {
+  int64_t edge = 0;    // >= 1
+  int64_t share = 1;   // >= 1
+  int64_t budget = 0;  // bytes: the handler budget the band is cut for (0: none; all or none)
+};
+
 struct PartitionConfig {
   Strategy strategy = Strategy::kData;
   int64_t task_size = 0;  // tile edge, micro-batch rows or chain steps; 0 = automatic
   int64_t stages = 0;     // pipeline only: number of stages; 0 = one stage per layer
+  // Tiles only: a grid of bands whose tiles differ in size (empty: tiles of task_size). Written
+  // tile_bands = [{edge = 888, share = 1, budget = "32MiB"}, {edge = 444, share = 3, ...}]; the
+  // runtime cuts one when the handlers' budgets differ (task_size = 0 and no bands given).
+  std::vector<TileBand> tile_bands;
 };
 
 struct RuntimeConfig {

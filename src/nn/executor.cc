@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "nn/kernels.h"
 
@@ -21,6 +22,13 @@ int64_t UpdateSize(const TaskSpec& t) { return (t.r1 - t.r0) * (t.bias ? 1 : t.c
 int64_t BlockWidth(int64_t n, int64_t block, int64_t r) {
   if (block == 0) return n;
   return std::min(n, (r + 1) * block) - r * block;
+}
+
+// Where part p of a loss's output blocks begins, and its width: part_edges when the tiles are cut
+// in bands, else blocks of `block`.
+std::pair<int64_t, int64_t> LossPart(const TaskSpec& t, int64_t p) {
+  if (!t.part_edges.empty()) return {t.part_edges[p], t.part_edges[p + 1] - t.part_edges[p]};
+  return {p * t.block, BlockWidth(t.widths.back(), t.block, p)};
 }
 Activation ActOf(const TaskSpec& t, int layer) {
   return layer == t.NumLayers() - 1 ? Activation::kIdentity : t.activation;
@@ -72,7 +80,7 @@ Status RunLoss(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
   if (parts > 1) {  // gather the row blocks into rows x o
     whole.resize(t.rows * o);
     for (int p = 0; p < parts; ++p) {
-      const int64_t w = BlockWidth(o, t.block, p), off = p * t.block;
+      const auto [off, w] = LossPart(t, p);
       for (int64_t r = 0; r < t.rows; ++r)
         std::copy_n(in[p].data() + r * w, w, &whole[r * o + off]);
     }
@@ -86,7 +94,7 @@ Status RunLoss(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
   (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
   if (parts == 1) return Status::Ok();
   for (int p = 0; p < parts; ++p) {
-    const int64_t w = BlockWidth(o, t.block, p), off = p * t.block;
+    const auto [off, w] = LossPart(t, p);
     std::vector<float>& d = (*out)[1 + p];
     d.resize(t.rows * w);
     for (int64_t r = 0; r < t.rows; ++r) std::copy_n(&dz[r * o + off], w, &d[r * w]);
@@ -221,8 +229,7 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
       s.push_back(t.r1 - t.r0);
       return s;
     case TaskOp::kLoss:
-      for (int p = 0; p < std::max(1, t.parts); ++p)
-        s.push_back(t.rows * BlockWidth(t.widths.back(), t.block, p));
+      for (int p = 0; p < std::max(1, t.parts); ++p) s.push_back(t.rows * LossPart(t, p).second);
       s.push_back(t.rows * TargetWidth(t));
       return s;
     case TaskOp::kTileBackward:
@@ -264,8 +271,7 @@ std::vector<int64_t> OutputSizes(const TaskSpec& t) {
       return {t.rows * (t.r1 - t.r0)};
     case TaskOp::kLoss:
       s.push_back(2);
-      for (int p = 0; p < std::max(1, t.parts); ++p)
-        s.push_back(t.rows * BlockWidth(t.widths.back(), t.block, p));
+      for (int p = 0; p < std::max(1, t.parts); ++p) s.push_back(t.rows * LossPart(t, p).second);
       return s;
     case TaskOp::kTileBackward:
       s.push_back((t.r1 - t.r0) * (t.c1 - t.c0));

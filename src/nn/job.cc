@@ -1,5 +1,6 @@
 #include "acan/job.h"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <cmath>
@@ -159,6 +160,47 @@ class Section {
     }
     return Status::Ok();
   }
+  // An array of tables {edge = N, share = N, budget = SIZE} (PartitionConfig::tile_bands).
+  Status Bands(const char* key, std::vector<TileBand>* out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    constexpr const char* kForm = "an array of tables such as {edge = 444, share = 1}";
+    if (!n->is_array()) return WrongType(key, *n, kForm);
+    out->clear();
+    for (const toml::node& e : *n->as_array()) {
+      if (!e.is_table()) return WrongType(key, e, kForm);
+      const std::string band = fmt::format("band {}", out->size());
+      TileBand b;
+      for (const auto& [k, v] : *e.as_table()) {
+        const std::string name(k.str());
+        const bool integer = v.is_integer();
+        if (name == "edge" && integer) {
+          b.edge = v.as_integer()->get();
+        } else if (name == "share" && integer) {
+          b.share = v.as_integer()->get();
+        } else if (name == "budget" && (integer || v.is_string())) {
+          Result<int64_t> size = integer ? Result<int64_t>(v.as_integer()->get())
+                                         : ParseByteSize(v.as_string()->get());
+          if (!size.ok()) return At(v, key, band + ": budget: " + size.status().message());
+          b.budget = *size;
+        } else if (name == "edge" || name == "share" || name == "budget") {
+          return At(v, key,
+                    band + ": \"" + name + "\" must be " +
+                        (name == "budget" ? "a size such as \"16MiB\"" : "an integer"));
+        } else {
+          return At(v, key,
+                    band + ": unknown key \"" + name +
+                        "\" (a band has edge, share "
+                        "and budget)");
+        }
+      }
+      if (b.edge < 1) return At(e, key, band + ": edge must be >= 1");
+      if (b.share < 1) return At(e, key, band + ": share must be >= 1");
+      if (b.budget < 0) return At(e, key, band + ": budget must be >= 0");
+      out->push_back(b);
+    }
+    return Status::Ok();
+  }
   // Every key of the table must have been read.
   Status Finish() const {
     if (table_ == nullptr) return Status::Ok();
@@ -183,6 +225,9 @@ class Section {
     seen_.insert(key);
     return table_ ? table_->get(key) : nullptr;
   }
+  Status At(const toml::node& n, const char* key, const std::string& message) const {
+    return Status::InvalidArgument(Where(n) + ": key \"" + name_ + "." + key + "\": " + message);
+  }
   std::string Where(const toml::node& n) const {
     return std::string(source_) + ":" + std::to_string(n.source().begin.line);
   }
@@ -198,6 +243,34 @@ class Section {
   const toml::table* table_;
   std::set<std::string> seen_;
 };
+
+// What every set of tile bands must be, wherever it comes from (a job file, a descriptor, code).
+Status ValidateTileBands(const PartitionConfig& p) {
+  const auto& bands = p.tile_bands;
+  if (p.strategy != Strategy::kTiles) {
+    return Status::InvalidArgument("bands cut tiles: they need partition.strategy = \"tiles\"");
+  }
+  if (bands.size() > kMaxTileBands) {
+    return Status::InvalidArgument(
+        fmt::format("{} bands, at most {}", bands.size(), kMaxTileBands));
+  }
+  int64_t with_budget = 0;
+  for (size_t i = 0; i < bands.size(); ++i) {
+    if (bands[i].edge < 1 || bands[i].share < 1 || bands[i].budget < 0) {
+      return Status::InvalidArgument(
+          fmt::format("band {}: edge and share must be >= 1, budget >= 0", i));
+    }
+    if (bands[i].share > kMaxTileBandShare) {
+      return Status::InvalidArgument(
+          fmt::format("band {}: share {} is over {}", i, bands[i].share, kMaxTileBandShare));
+    }
+    with_budget += bands[i].budget > 0;
+  }
+  if (with_budget != 0 && with_budget != int64_t(bands.size())) {
+    return Status::InvalidArgument("give every band a budget, or none");
+  }
+  return Status::Ok();
+}
 
 Status ParseTable(const toml::table& root, std::string_view source, JobConfig* job) {
   static const std::set<std::string> kSections = {"model",     "data",    "train",
@@ -253,6 +326,7 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   ACAN_RETURN_IF_ERROR(part.Enum("strategy", &job->partition.strategy, kStrategies));
   ACAN_RETURN_IF_ERROR(part.Int("task_size", &job->partition.task_size));
   ACAN_RETURN_IF_ERROR(part.Int("stages", &job->partition.stages));
+  ACAN_RETURN_IF_ERROR(part.Bands("tile_bands", &job->partition.tile_bands));
   ACAN_RETURN_IF_ERROR(part.Finish());
 
   Section rt(source, "runtime", table("runtime"));
@@ -343,6 +417,10 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
                              "must be >= 0 (0 = constant learning rate)"));
   ACAN_RETURN_IF_ERROR(check(part, "task_size", job->partition.task_size >= 0, "must be >= 0"));
   ACAN_RETURN_IF_ERROR(check(part, "stages", job->partition.stages >= 0, "must be >= 0"));
+  if (!job->partition.tile_bands.empty()) {
+    Status bands = ValidateTileBands(job->partition);
+    if (!bands.ok()) return part.Error("tile_bands", bands.message());
+  }
   ACAN_RETURN_IF_ERROR(check(rt, "handlers", job->runtime.handlers >= 1, "must be >= 1"));
   ACAN_RETURN_IF_ERROR(check(rt, "window", job->runtime.window >= 1, "must be >= 1"));
   bool speeds_ok = true;
@@ -470,6 +548,9 @@ Status ValidateJob(const JobConfig& job) {
   if (job.partition.task_size < 0) {
     return Status::InvalidArgument("partition.task_size must be >= 0 (0 = automatic)");
   }
+  if (!job.partition.tile_bands.empty()) {
+    ACAN_RETURN_IF_ERROR(ValidateTileBands(job.partition).WithContext("partition.tile_bands"));
+  }
   if (job.runtime.handlers < 1) return Status::InvalidArgument("runtime.handlers must be >= 1");
   if (job.runtime.window < 1) return Status::InvalidArgument("runtime.window must be >= 1");
   return Status::Ok();
@@ -543,6 +624,15 @@ std::string ToToml(const JobConfig& job) {
   toml::table partition{{"strategy", std::string(ToString(job.partition.strategy))},
                         {"task_size", job.partition.task_size},
                         {"stages", job.partition.stages}};
+  if (!job.partition.tile_bands.empty()) {
+    toml::array bands;
+    for (const TileBand& b : job.partition.tile_bands) {
+      toml::table band{{"edge", b.edge}, {"share", b.share}};
+      if (b.budget > 0) band.insert("budget", FormatByteSize(b.budget));
+      bands.push_back(std::move(band));
+    }
+    partition.insert("tile_bands", std::move(bands));
+  }
   toml::table runtime{{"handlers", job.runtime.handlers},
                       {"window", job.runtime.window},
                       {"space", job.runtime.space},

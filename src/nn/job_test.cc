@@ -163,6 +163,50 @@ TEST(JobTest, MemoryBudgetsAreSizesAndReadBack) {
   EXPECT_NE(bad.status().message().find("runtime.manager_memory"), std::string::npos);
 }
 
+TEST(JobTest, TileBandsAreReadCheckedAndWrittenBack) {
+  Result<JobConfig> job = ParseJobString(
+      "[model]\nlayers = [2, 3]\n[partition]\nstrategy = \"tiles\"\n"
+      "tile_bands = [{edge = 888, share = 1, budget = \"32MiB\"}, {edge = 444, share = 3, "
+      "budget = 8388608}]\n");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_EQ(job->partition.tile_bands.size(), 2u);
+  EXPECT_EQ(job->partition.tile_bands[0].edge, 888);
+  EXPECT_EQ(job->partition.tile_bands[0].budget, int64_t{32} << 20);
+  EXPECT_EQ(job->partition.tile_bands[1].share, 3);
+  EXPECT_EQ(job->partition.tile_bands[1].budget, int64_t{8} << 20);
+  Result<JobConfig> again = ParseJobString(ToToml(*job));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->partition.tile_bands.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(again->partition.tile_bands[i].edge, job->partition.tile_bands[i].edge);
+    EXPECT_EQ(again->partition.tile_bands[i].share, job->partition.tile_bands[i].share);
+    EXPECT_EQ(again->partition.tile_bands[i].budget, job->partition.tile_bands[i].budget);
+  }
+  // Each mistake named with its line, its band and what is wrong.
+  const std::pair<const char*, const char*> bad[] = {
+      {"strategy = \"data\"\ntile_bands = [{edge = 4}]", "strategy = \"tiles\""},
+      {"strategy = \"tiles\"\ntile_bands = [{edge = 0}]", "band 0: edge must be >= 1"},
+      {"strategy = \"tiles\"\ntile_bands = [{edge = 4}, {edge = 2, share = -1}]",
+       "band 1: share must be >= 1"},
+      {"strategy = \"tiles\"\ntile_bands = [{edge = 4, size = 2}]", "band 0: unknown key \"size\""},
+      {"strategy = \"tiles\"\ntile_bands = [{edge = \"4\"}]", "\"edge\" must be an integer"},
+      {"strategy = \"tiles\"\ntile_bands = [{edge = 4, budget = \"8 parsecs\"}]",
+       "unknown unit 'parsecs'"},
+      {"strategy = \"tiles\"\ntile_bands = [{edge = 4, budget = \"8MiB\"}, {edge = 2}]",
+       "every band a budget, or none"},
+      {"strategy = \"tiles\"\ntile_bands = [4, 2]", "an array of tables"},
+  };
+  for (const auto& [text, want] : bad) {
+    Result<JobConfig> b =
+        ParseJobString(std::string("[model]\nlayers = [2, 3]\n[partition]\n") + text, "j.toml");
+    ASSERT_FALSE(b.ok()) << text;
+    EXPECT_NE(b.status().message().find("j.toml:"), std::string::npos) << b.status().message();
+    EXPECT_NE(b.status().message().find("partition.tile_bands"), std::string::npos)
+        << b.status().message();
+    EXPECT_NE(b.status().message().find(want), std::string::npos) << b.status().message();
+  }
+}
+
 TEST(JobTest, SyntaxErrorHasLineAndColumn) {
   Result<JobConfig> job = ParseJobString("[model]\nlayers = [2, 3\n", "j.toml");
   ASSERT_FALSE(job.ok());

@@ -50,6 +50,11 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
   p.strategy_ = job.partition.strategy;
   p.task_size_ = task_size >= 0 ? task_size : job.partition.task_size;
   if (p.task_size_ == 0 && p.strategy_ == Strategy::kTiles) p.task_size_ = kDefaultTile;
+  if (p.strategy_ == Strategy::kTiles && !job.partition.tile_bands.empty()) {
+    p.bands_ = job.partition.tile_bands;
+    p.task_size_ = p.bands_[0].edge;  // the smallest edge, for what reports one
+    for (const TileBand& b : p.bands_) p.task_size_ = std::min(p.task_size_, b.edge);
+  }
   if (p.task_size_ == 0 && p.strategy_ == Strategy::kChain)
     p.task_size_ = ChainSteps(job, epoch_rows);
   p.epoch_rows_ = epoch_rows;
@@ -69,8 +74,9 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
     const int64_t in = p.widths_[l], out = p.widths_[l + 1];
     // Whole tensors, or (tiles) the weight's tiles row block by row block, then the bias's blocks.
     const bool tiled = p.strategy_ == Strategy::kTiles;
-    const int64_t rows = tiled ? p.task_size_ : out, cols = tiled ? p.task_size_ : in;
-    const int64_t nr = Blocks(out, rows), nc = Blocks(in, cols);
+    const std::vector<int64_t> rows = tiled ? p.Cuts(out) : std::vector<int64_t>{0, out};
+    const std::vector<int64_t> cols = tiled ? p.Cuts(in) : std::vector<int64_t>{0, in};
+    const int64_t nr = int64_t(rows.size()) - 1, nc = int64_t(cols.size()) - 1;
     for (bool bias : {false, true}) {
       for (int64_t r = 0; r < nr; ++r) {
         for (int64_t c = 0; c < (bias ? 1 : nc); ++c) {
@@ -81,8 +87,8 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
           s.name = bias ? BiasName(l) : WeightName(l);
           s.layer = l;
           s.bias = bias;
-          s.r0 = r * rows, s.r1 = std::min(out, s.r0 + rows);
-          s.c0 = bias ? 0 : c * cols, s.c1 = bias ? 1 : std::min(in, s.c0 + cols);
+          s.r0 = rows[r], s.r1 = rows[r + 1];
+          s.c0 = bias ? 0 : cols[c], s.c1 = bias ? 1 : cols[c + 1];
           s.tensor_shape = bias ? std::vector<int64_t>{out} : std::vector<int64_t>{out, in};
           s.shape = bias ? std::vector<int64_t>{s.r1 - s.r0}
                          : std::vector<int64_t>{s.r1 - s.r0, s.c1 - s.c0};
@@ -102,6 +108,30 @@ std::vector<KeyedTensor> Plan::InitialState(const Model& model) const {
     if (!s.momentum_key.empty()) out.emplace_back(s.momentum_key, std::vector<float>(s.Size()));
   }
   return out;
+}
+
+std::vector<int64_t> Plan::Cuts(int64_t width) const {
+  std::vector<int64_t> cuts{0};
+  auto cut = [&](int64_t from, int64_t to, int64_t edge) {
+    for (int64_t at = from + edge; at < to; at += edge) cuts.push_back(at);
+    if (to > from) cuts.push_back(to);
+  };
+  if (strategy_ != Strategy::kTiles) {
+    cuts.push_back(width);
+    return cuts;
+  }
+  if (bands_.empty()) {
+    cut(0, width, task_size_);
+    return cuts;
+  }
+  int64_t total = 0, before = 0;
+  for (const TileBand& b : bands_) total += b.share;
+  for (const TileBand& b : bands_) {
+    const int64_t from = width * before / total;
+    before += b.share;
+    cut(from, width * before / total, b.edge);
+  }
+  return cuts;
 }
 
 bool Plan::SameShards(const Plan& other) const {
@@ -151,9 +181,9 @@ std::vector<Plan::InputPart> Plan::InputParts(int64_t step, int64_t rows) const 
   const int64_t in = widths_[0];
   const int64_t tw = loss_ == LossKind::kMse ? widths_.back() : 1;
   if (strategy_ == Strategy::kTiles) {
-    for (int64_t c = 0; c < Blocks(in, task_size_); ++c) {
-      const int64_t c0 = c * task_size_, c1 = std::min(in, c0 + task_size_);
-      out.push_back({S("x", step) + T('c', c), false, 0, rows, c0, c1});
+    const std::vector<int64_t> cols = Cuts(in);
+    for (size_t c = 0; c + 1 < cols.size(); ++c) {
+      out.push_back({S("x", step) + T('c', int64_t(c)), false, 0, rows, cols[c], cols[c + 1]});
     }
     out.push_back({S("t", step), true, 0, rows, 0, tw});
     return out;
@@ -247,15 +277,14 @@ std::vector<TaskSpec> Plan::StepTasks(int64_t step, int64_t rows) const {
 }
 
 void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
-  const int64_t ts = task_size_;
   const int layers = NumLayers();
   // Column block c of layer l's input: x for layer 0, else row block c of layer l-1's output.
   auto act_in = [&](int l, int64_t c) {
     return l == 0 ? S("x", step) + T('c', c) : S("h", step) + T('l', l - 1) + T('r', c);
   };
   for (int l = 0; l < layers; ++l) {
-    const int64_t in = widths_[l], outw = widths_[l + 1];
-    const int64_t nr = Blocks(outw, ts), nc = Blocks(in, ts);
+    const std::vector<int64_t> rc = Cuts(widths_[l + 1]), cc = Cuts(widths_[l]);
+    const int64_t nr = int64_t(rc.size()) - 1, nc = int64_t(cc.size()) - 1;
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < nc; ++c) {
         TaskSpec t = Base(step, rows);
@@ -263,8 +292,8 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
         t.type = TaskType::kForward;
         t.op = TaskOp::kTileForward;
         t.layer = l;
-        t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
-        t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
+        t.r0 = rc[r], t.r1 = rc[r + 1];
+        t.c0 = cc[c], t.c1 = cc[c + 1];
         t.inputs = {act_in(l, c), ParamKey(l, false) + T('r', r) + T('c', c)};
         t.outputs = {S("zp", step) + T('l', l) + T('r', r) + T('c', c)};
         out->push_back(std::move(t));
@@ -276,7 +305,7 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
       t.type = TaskType::kActivation;
       t.op = TaskOp::kTileActivation;
       t.layer = l;
-      t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
+      t.r0 = rc[r], t.r1 = rc[r + 1];
       t.parts = static_cast<int>(nc);
       for (int64_t c = 0; c < nc; ++c)
         t.inputs.push_back(S("zp", step) + T('l', l) + T('r', r) + T('c', c));
@@ -286,14 +315,19 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
     }
   }
   const int last = layers - 1;
-  const int64_t nout = Blocks(widths_.back(), ts);
+  const std::vector<int64_t> outs = Cuts(widths_.back());
+  const int64_t nout = int64_t(outs.size()) - 1;
   {
     TaskSpec t = Base(step, rows);
     t.key = S("loss", step);
     t.type = TaskType::kLoss;
     t.op = TaskOp::kLoss;
     t.layer = last;
-    t.block = ts;
+    if (bands_.empty()) {
+      t.block = task_size_;
+    } else {
+      t.part_edges = outs;
+    }
     t.parts = static_cast<int>(nout);
     for (int64_t r = 0; r < nout; ++r) t.inputs.push_back(S("h", step) + T('l', last) + T('r', r));
     t.inputs.push_back(S("t", step));
@@ -303,8 +337,8 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
     out->push_back(std::move(t));
   }
   for (int l = last; l >= 0; --l) {
-    const int64_t in = widths_[l], outw = widths_[l + 1];
-    const int64_t nr = Blocks(outw, ts), nc = Blocks(in, ts);
+    const std::vector<int64_t> rc = Cuts(widths_[l + 1]), cc = Cuts(widths_[l]);
+    const int64_t nr = int64_t(rc.size()) - 1, nc = int64_t(cc.size()) - 1;
     for (int64_t r = 0; r < nr; ++r) {
       for (int64_t c = 0; c < nc; ++c) {
         TaskSpec t = Base(step, rows);
@@ -312,8 +346,8 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
         t.type = TaskType::kBackward;
         t.op = TaskOp::kTileBackward;
         t.layer = l;
-        t.r0 = r * ts, t.r1 = std::min(outw, t.r0 + ts);
-        t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
+        t.r0 = rc[r], t.r1 = rc[r + 1];
+        t.c0 = cc[c], t.c1 = cc[c + 1];
         t.inputs = {S("dz", step) + T('l', l) + T('r', r), act_in(l, c),
                     ParamKey(l, false) + T('r', r) + T('c', c)};
         t.outputs = {S("gw", step) + T('l', l) + T('r', r) + T('c', c)};
@@ -329,7 +363,7 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
       t.type = TaskType::kBackward;
       t.op = TaskOp::kTileInputGrad;
       t.layer = l;
-      t.c0 = c * ts, t.c1 = std::min(in, t.c0 + ts);
+      t.c0 = cc[c], t.c1 = cc[c + 1];
       t.parts = static_cast<int>(nr);
       for (int64_t r = 0; r < nr; ++r)
         t.inputs.push_back(S("dap", step) + T('l', l) + T('r', r) + T('c', c));

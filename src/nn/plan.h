@@ -95,6 +95,10 @@ class Plan {
   // wrong size, such as the empty one of a failed read, is left out: zeros).
   template <typename Get>
   Model ModelFromState(Get get) const;
+  // Where a width (the input's, a layer's output's) is cut into blocks (tiles: of task_size, or
+  // the job's tile bands): 0, the ends of the blocks in order, the last `width`. Other strategies
+  // do not cut widths: {0, width}.
+  std::vector<int64_t> Cuts(int64_t width) const;
   // True when a step of this plan reads the state of `other`'s shards under the same keys (the
   // tiles strategy's shards follow its task size; the others' do not).
   bool SameShards(const Plan& other) const;
@@ -147,6 +151,7 @@ class Plan {
   float momentum_ = 0;
   std::vector<std::pair<int, int>> stages_;
   std::vector<ShardSpec> shards_;
+  std::vector<TileBand> bands_;  // the job's tile bands (tiles): empty, tiles of task_size_
 };
 
 template <typename Get>

@@ -120,6 +120,7 @@ struct Case {
   int64_t task_size;
   int64_t stages;
   LossKind loss;
+  std::vector<TileBand> bands = {};  // tiles cut in bands of different edges
 };
 
 JobConfig MakeJob(const Case& c) {
@@ -134,6 +135,7 @@ JobConfig MakeJob(const Case& c) {
   job.partition.strategy = c.strategy;
   job.partition.task_size = c.task_size;
   job.partition.stages = c.stages;
+  job.partition.tile_bands = c.bands;
   return job;
 }
 
@@ -257,6 +259,10 @@ std::vector<Case> Cases() {
   std::vector<Case> c;
   for (LossKind loss : {LossKind::kMse, LossKind::kSoftmaxCrossEntropy}) {
     for (int64_t ts : {1, 3, 4, 16}) c.push_back({Strategy::kTiles, ts, 0, loss});
+    // Bands: wide tiles then narrow ones (every width of 7, 9, 6, 4 cut in both), and three bands
+    // whose edges do not divide their widths.
+    c.push_back({Strategy::kTiles, 0, 0, loss, {{4, 1, 0}, {1, 1, 0}}});
+    c.push_back({Strategy::kTiles, 0, 0, loss, {{2, 3, 0}, {5, 2, 0}, {1, 1, 0}}});
     for (int64_t ts : {0, 1, 3, 10}) c.push_back({Strategy::kData, ts, 0, loss});
     for (int64_t ts : {0, 4}) {
       for (int64_t st : {0, 2}) c.push_back({Strategy::kPipeline, ts, st, loss});
@@ -269,8 +275,11 @@ std::vector<Case> Cases() {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, PlanCase, testing::ValuesIn(Cases()), [](const auto& info) {
   const Case& c = info.param;
+  std::string bands;
+  for (const TileBand& b : c.bands)
+    bands += "_e" + std::to_string(b.edge) + "x" + std::to_string(b.share);
   return std::string(ToString(c.strategy)) + "_ts" + std::to_string(c.task_size) + "_st" +
-         std::to_string(c.stages) + (c.loss == LossKind::kMse ? "_mse" : "_ce");
+         std::to_string(c.stages) + bands + (c.loss == LossKind::kMse ? "_mse" : "_ce");
 });
 
 // What a handler makes from its own copy of the data (runtime/state/local_inputs.h) is the
@@ -370,6 +379,62 @@ TEST(PlanTest, ShardsArePerTensorExceptTilesWhichAreShardedByTile) {
   // A tile that could not be read (an empty vector) leaves zeros, never a read past its end.
   const Model none = t4.ModelFromState([](const std::string&) { return std::vector<float>(); });
   EXPECT_EQ(none.weights[0], std::vector<float>(9 * 7, 0.0f));
+}
+
+// Tiles cut in bands: each width is cut where its bands' shares put it, each band in blocks of its
+// own edge; the tiles of a layer then differ in shape, never overlap and cover every tensor; the
+// loss's parts are the output's blocks, whatever their widths.
+TEST(PlanTest, TilesCutInBandsDifferInSizeAndCoverEachTensorOnce) {
+  JobConfig job = MakeJob({Strategy::kTiles, 0, 0, LossKind::kMse, {{4, 1, 0}, {2, 3, 0}}});
+  job.model.layers = {16, 20, 4};
+  Plan plan = *Plan::Create(job);
+  // 20: band 0 over [0, 5) in blocks of 4, band 1 over [5, 20) in blocks of 2.
+  EXPECT_EQ(plan.Cuts(20), (std::vector<int64_t>{0, 4, 5, 7, 9, 11, 13, 15, 17, 19, 20}));
+  EXPECT_EQ(plan.Cuts(16), (std::vector<int64_t>{0, 4, 6, 8, 10, 12, 14, 16}));
+  EXPECT_EQ(plan.Cuts(4), (std::vector<int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(plan.task_size(), 2);
+  std::map<std::string, std::vector<int>> covered;
+  std::set<std::vector<int64_t>> shapes;
+  for (const ShardSpec& s : plan.shards()) {
+    std::vector<int>& c = covered[s.name];
+    c.resize(s.tensor_shape[0] * (s.bias ? 1 : s.tensor_shape[1]));
+    for (int64_t r = s.r0; r < s.r1; ++r)
+      for (int64_t k = s.c0; k < s.c1; ++k) ++c[r * (s.bias ? 1 : s.tensor_shape[1]) + k];
+    if (!s.bias && s.layer == 0) shapes.insert(s.shape);
+  }
+  for (const auto& [name, c] : covered)
+    EXPECT_EQ(std::count(c.begin(), c.end(), 1), static_cast<long>(c.size())) << name;
+  EXPECT_TRUE(shapes.count({4, 4}) && shapes.count({4, 2}) && shapes.count({2, 4}) &&
+              shapes.count({2, 2}) && shapes.count({1, 2}));
+  int losses = 0;
+  for (const TaskSpec& t : plan.StepTasks(0, 10)) {
+    if (t.op != TaskOp::kLoss) continue;
+    ++losses;
+    EXPECT_EQ(t.part_edges, plan.Cuts(4));
+    EXPECT_EQ(t.parts, 3);
+    EXPECT_EQ(DecodeTask(EncodeTask(t))->part_edges, t.part_edges);
+  }
+  EXPECT_EQ(losses, 1);
+  // A plan of another strategy ignores bands it cannot have (a job file refuses them).
+  EXPECT_EQ(Plan::Create(MakeJob({Strategy::kData, 0, 0, LossKind::kMse}))->Cuts(20),
+            (std::vector<int64_t>{0, 20}));
+}
+
+// A loss task whose part edges do not add up to its output is refused as bytes, not run.
+TEST(PlanTest, ALossWhosePartEdgesDoNotFitIsRefused) {
+  JobConfig job = MakeJob({Strategy::kTiles, 0, 0, LossKind::kMse, {{3, 1, 0}, {1, 1, 0}}});
+  Plan plan = *Plan::Create(job);
+  for (TaskSpec t : plan.StepTasks(0, 10)) {
+    if (t.op != TaskOp::kLoss) continue;
+    ASSERT_TRUE(DecodeTask(EncodeTask(t)).ok());
+    for (auto edges : std::vector<std::vector<int64_t>>{
+             {0, 2, 9}, {1, 2, 3, 4}, {0, 3, 3, 4}, {0, 1, 2, 3, 4}}) {
+      TaskSpec bad = t;
+      bad.part_edges = edges;
+      EXPECT_EQ(DecodeTask(EncodeTask(bad)).status().code(), StatusCode::kInvalidArgument)
+          << edges.size();
+    }
+  }
 }
 
 // Drawn a shard at a time (a manager that must not hold the model), the initial state is the one

@@ -81,6 +81,7 @@ std::string EncodeTask(const TaskSpec& t) {
       {"parts", t.parts},
       {"bias", t.bias},
   };
+  if (!t.part_edges.empty()) j["part_edges"] = t.part_edges;
   return j.dump();
 }
 
@@ -113,6 +114,7 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
     t.block = JsonInt(j.at("block"));
     t.parts = JsonInt<int>(j.at("parts"));
     t.bias = j.at("bias").get<bool>();
+    if (j.contains("part_edges")) t.part_edges = JsonInts(j.at("part_edges"));
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("task bytes lack a field or have a wrong type: ") +
                                    e.what());
@@ -134,6 +136,12 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
   }
   for (int l = 0; ok && l < layers; ++l) ok = t.widths[l] <= kMaxTaskElements / t.widths[l + 1];
   if (ok) ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];
+  if (ok && !t.part_edges.empty()) {  // 0, increasing, the output's width: one more than parts
+    ok = t.op == TaskOp::kLoss && t.part_edges.size() == size_t(std::max(1, t.parts)) + 1 &&
+         t.part_edges.front() == 0 && t.part_edges.back() == t.widths.back();
+    for (size_t i = 1; ok && i < t.part_edges.size(); ++i)
+      ok = t.part_edges[i] > t.part_edges[i - 1];
+  }
   if (!ok) {
     return Status::InvalidArgument("task \"" + t.key +
                                    "\" has out-of-range fields; was it made by EncodeTask?");

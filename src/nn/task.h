@@ -65,8 +65,11 @@ struct TaskSpec {
   int64_t r0 = 0, r1 = 0;  // output rows (of the weight) of a tile
   int64_t c0 = 0, c1 = 0;  // input columns (of the weight) of a tile
   int64_t block = 0;       // tile edge (loss and update of the tiles strategy); 0 = not tiled
-  int parts = 0;           // how many partial sums or gradients this task reduces
-  bool bias = false;       // update: the shard is a bias
+  // The loss of tiles cut in bands (their blocks differ in width): where each of its parts begins
+  // in the output, then the output's width (parts + 1 entries). Empty: parts of `block`.
+  std::vector<int64_t> part_edges;
+  int parts = 0;      // how many partial sums or gradients this task reduces
+  bool bias = false;  // update: the shard is a bias
 
   int NumLayers() const { return static_cast<int>(widths.size()) - 1; }
 };
