@@ -109,6 +109,7 @@ struct TileBand {
   int64_t edge = 0;    // >= 1
   int64_t share = 1;   // >= 1
   int64_t budget = 0;  // bytes: the handler budget the band is cut for (0: none; all or none)
+  bool operator==(const TileBand&) const = default;
 };
 
 struct PartitionConfig {

@@ -145,6 +145,8 @@ struct ManagerReport {
   // From when it last took the lease to the end: the training time, without loading the data or
   // waiting as a standby.
   double active_s = 0;
+  // A tiles job cut in bands for handler budgets that differ: its bands as made (empty: none).
+  std::vector<TileBand> tile_bands;
   TrainProgress progress;  // the job's, as stored in the space at the end
   // The trained model, when the job is finished and the manager has no memory budget.
   std::optional<Model> model;

@@ -432,14 +432,18 @@ Status CompleteSummary(const ProcessRunArgs& a, const JobConfig& job, const RunS
   if (const nats::NatsSpace* watched = spaces.nats()) {
     // The shards of the job as its manager made it: a tiles job's are its tiles, whose edge the
     // manager chose (the descriptor's task size); the other strategies' are the tensors.
+    // with its tile bands, if it cut them for budgets that differ.
     int64_t task_size = -1;
+    JobConfig made_job = job;
     if (auto made = spaces.watched->Read(watch.layout.JobDescriptor()); made.ok() && *made) {
       if (auto d = runtime::DecodeJobDescriptor((*made)->value); d.ok()) {
-        if (auto as_made = ParseJobString(d->job_toml, "the job's descriptor"); as_made.ok())
+        if (auto as_made = ParseJobString(d->job_toml, "the job's descriptor"); as_made.ok()) {
           task_size = as_made->partition.task_size;
+          made_job.partition.tile_bands = as_made->partition.tile_bands;
+        }
       }
     }
-    Status verdict = watch.oracle.CheckJob(job, task_size, 0, summary.steps);
+    Status verdict = watch.oracle.CheckJob(made_job, task_size, 0, summary.steps);
     const uint64_t dropped = watched->watch_dropped(), chunked = watched->watch_chunked();
     if (verdict.ok() && (dropped > 0 || chunked > 0)) {
       verdict = Status::Unavailable(

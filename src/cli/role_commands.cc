@@ -112,6 +112,10 @@ Status WriteManagerArtefacts(const ManagerArgs& a, const JobConfig& job, const M
   if (r.grain.steps > 0) {
     s.grain = runtime::SummaryGrain{r.grain.steps, r.grain.step_ms, r.grain.move_ms};
   }
+  if (!r.tile_bands.empty()) {
+    s.tile_bands.emplace();
+    for (const TileBand& b : r.tile_bands) s.tile_bands->push_back({b.edge, b.share, b.budget});
+  }
   s.weights_sha256 = r.weights_sha256;
   // A manager with a memory budget evaluated the model a row block at a time; else it is here.
   auto eval = r.evaluation ? Result<EvalResult>(*r.evaluation) : Evaluate(*r.model, job);

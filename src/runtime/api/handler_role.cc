@@ -17,6 +17,7 @@
 #include "nn/dataset.h"
 #include "nn/row_cache.h"
 #include "runtime/api/roles_internal.h"
+#include "runtime/core/budget.h"
 #include "runtime/core/messages.h"
 #include "runtime/handler/handler.h"
 #include "runtime/manager/manager.h"
@@ -78,11 +79,13 @@ Result<nn::CachedRows> LoadOwnCopy(const std::string& toml, const runtime::Layou
 // Waits (until `stop`) for the job to exist in the space, and loads the data when its handlers
 // make their inputs: null for a job whose inputs are in the space. The data is loaded as soon as
 // the manager's hint (<job>.m.data) is there, while the manager loads its own, and checked once
-// the descriptor gives the manager's hash.
+// the descriptor gives the manager's hash. `bands`: the job's tile bands (what tasks this
+// handler may take depends on them).
 Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& layout,
                                            const std::stop_token& stop,
                                            std::chrono::milliseconds poll,
-                                           const std::string& cache) {
+                                           const std::string& cache,
+                                           std::vector<TileBand>* bands) {
   std::optional<Tuple> descriptor;
   std::optional<nn::CachedRows> early;  // from the hint
   for (;;) {
@@ -109,10 +112,12 @@ Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& 
     std::this_thread::sleep_for(poll);
   }
   ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(descriptor->value));
+  ACAN_ASSIGN_OR_RETURN(JobConfig job,
+                        ParseJobString(d.job_toml, "the descriptor of job '" + layout.job() + "'"));
+  *bands = job.partition.tile_bands;
   if (!d.local_inputs) return std::unique_ptr<LocalData>();
   auto local = std::make_unique<LocalData>();
-  ACAN_ASSIGN_OR_RETURN(local->job,
-                        ParseJobString(d.job_toml, "the descriptor of job '" + layout.job() + "'"));
+  local->job = std::move(job);
   // The hint's rows are the descriptor's unless the job was made by another manager with other
   // data: then they are loaded again from the descriptor.
   if (!early || early->sha256 != d.data_sha256) {
@@ -155,7 +160,8 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
     spdlog::info("handler {} (incarnation {}) announced a memory budget of {} to job '{}'",
                  options.id, ho.incarnation, HumanBytes(double(options.memory)), job_id);
   }
-  auto joined = JoinJob(space, layout, options.stop, options.poll, options.data_cache);
+  std::vector<TileBand> bands;
+  auto joined = JoinJob(space, layout, options.stop, options.poll, options.data_cache, &bands);
   if (!joined.ok()) {
     // It cannot join (its data is not the manager's, or fails to load): a manager making the job
     // after this must not cut its tiles for a budget nobody brings. (A handler stopped before it
@@ -177,6 +183,7 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   }
   if (ho.memory < 0) return Status::InvalidArgument("handler memory must be >= 0");
   if (options.on_budget) options.on_budget(ho.memory);
+  ho.bands = runtime::BandsFor(bands, ho.memory);
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;

@@ -136,6 +136,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
     ACAN_ASSIGN_OR_RETURN(runtime::JobDescriptor d, runtime::DecodeJobDescriptor(made->value));
     ACAN_ASSIGN_OR_RETURN(JobConfig first, ParseJobString(d.job_toml, "the job's descriptor"));
     effective.partition.task_size = first.partition.task_size;
+    effective.partition.tile_bands = first.partition.tile_bands;
     report.grain = {};
     if (d.grain_step_ms > 0) {
       report.grain = {first.partition.task_size, d.grain_step_ms, d.grain_move_ms};
@@ -156,18 +157,34 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   ACAN_ASSIGN_OR_RETURN(const std::vector<int64_t> budgets,
                         AnnouncedBudgets(space, layout, job.runtime.handler_memory));
   const int64_t smallest = runtime::SmallestBudget(budgets);
+  const int64_t data_bytes =
+      options.handlers_read_data
+          ? int64_t(sizeof(float)) * int64_t(data.Features().size() + data.Targets().size())
+          : 0;
   if (!exists && (smallest > 0 || (tiles && job.partition.task_size == 0))) {
-    const int64_t data_bytes =
-        options.handlers_read_data
-            ? int64_t(sizeof(float)) * int64_t(data.Features().size() + data.Targets().size())
-            : 0;
-    ACAN_ASSIGN_OR_RETURN(
-        runtime::TaskFit fit,
-        runtime::FitTasks(job, job.train.batch, job.partition.task_size,
-                          runtime::InitialTaskSize(job.model.layers, tiles, job.train.batch),
-                          smallest, data_bytes));
+    const int64_t start = runtime::InitialTaskSize(job.model.layers, tiles, job.train.batch);
+    if (tiles && job.partition.task_size == 0 && job.partition.tile_bands.empty()) {
+      // Budgets that differ: tiles cut in bands, each band's for its budget.
+      ACAN_ASSIGN_OR_RETURN(
+          effective.partition.tile_bands,
+          runtime::BandsForBudgets(job, job.train.batch, start, budgets, data_bytes));
+    }
+    ACAN_ASSIGN_OR_RETURN(runtime::TaskFit fit,
+                          runtime::FitTasks(effective, job.train.batch, job.partition.task_size,
+                                            start, smallest, data_bytes));
     if (tiles) effective.partition.task_size = fit.task_size;
-    if (smallest > 0) {
+    if (!effective.partition.tile_bands.empty()) {
+      std::string bands;
+      int64_t shares = 0;
+      for (const TileBand& b : effective.partition.tile_bands) shares += b.share;
+      for (const TileBand& b : effective.partition.tile_bands) {
+        bands += fmt::format("{}tiles of {} for {} ({:.0f}% of each width)",
+                             bands.empty() ? "" : ", ", b.edge,
+                             b.budget > 0 ? HumanBytes(double(b.budget)) : "any budget",
+                             100.0 * double(b.share) / double(shares));
+      }
+      spdlog::info("job '{}': tiles cut in bands: {}", layout.job(), bands);
+    } else if (smallest > 0) {
       spdlog::info(
           "job '{}': tiles of {}; its largest task, '{}', holds {} of the smallest "
           "handler budget, {}",
@@ -194,6 +211,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   (void)space.Erase(layout.DataHint());  // the descriptor says it all now
   // Another manager may have made the job first with its own measurement: its grain is the job's.
   ACAN_RETURN_IF_ERROR(adopt().status());
+  report.tile_bands = effective.partition.tile_bands;
 
   runtime::RunOptions run = runtime::RunOptionsFromJob(effective);
   if (options.handlers > 0) run.handlers = options.handlers;
@@ -203,6 +221,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   mo.owner = options.name;
   mo.audit_signer = signer;
   mo.memory = memory;
+  mo.handler_data_bytes = data_bytes;
   const int64_t steps_per_epoch =
       nn::Batcher(&data, nn::Plan::StepBatch(effective, run.task_size, data.rows), false, 0)
           .BatchesPerEpoch();

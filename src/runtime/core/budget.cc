@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
 
 #include "common/byte_size.h"
 #include "nn/executor.h"
@@ -83,6 +86,29 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
             : fmt::format(", on top of the {} of workspace a handler holds",
                           HumanBytes(double(workspace)))));
   };
+  if (tiles && !job.partition.tile_bands.empty()) {
+    // Bands as the job gives them: with budgets, each task within its band's; without, within
+    // `budget` as any fixed cut.
+    ACAN_ASSIGN_OR_RETURN(TaskFit f, at(-1));
+    const auto& bands = job.partition.tile_bands;
+    if (bands[0].budget <= 0) {
+      if (fits(f)) return f;
+      return too_small(f, "as its tile bands cut it");
+    }
+    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
+    for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
+      const int band = TaskBand(bands, t, data_bytes);
+      const int64_t b = bands[band].budget;
+      if (TaskHoldBytes(t) + data_bytes + WorkspaceBytes(b) > b) {
+        return Status::InvalidArgument(fmt::format(
+            "task '{}' of {} needs {} for its inputs and outputs, over the largest tile band's "
+            "budget, {} (band {}, tiles of {}), with {} of data and workspace",
+            t.key, WidestLayer(job), HumanBytes(double(TaskHoldBytes(t))), FormatByteSize(b),
+            band, bands[band].edge, HumanBytes(double(data_bytes + WorkspaceBytes(b)))));
+      }
+    }
+    return f;
+  }
   if (!tiles || task_size > 0 || budget <= 0) {
     ACAN_ASSIGN_OR_RETURN(TaskFit f, at(task_size > 0 ? task_size : (tiles ? start : -1)));
     if (fits(f)) return f;
@@ -98,6 +124,86 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
       return too_small(f, fmt::format("cut to the smallest tiles, {} x {}", edge, edge));
     }
   }
+}
+
+int TaskBand(const std::vector<TileBand>& bands, const nn::TaskSpec& task, int64_t data_bytes) {
+  int best = -1, largest = -1;
+  const int64_t hold = TaskHoldBytes(task) + data_bytes;
+  for (int i = 0; i < int(bands.size()); ++i) {
+    const int64_t b = bands[i].budget;
+    if (b <= 0) return -1;
+    if (largest < 0 || b > bands[largest].budget) largest = i;
+    if (hold + WorkspaceBytes(b) <= b && (best < 0 || b < bands[best].budget)) best = i;
+  }
+  return best >= 0 ? best : largest;
+}
+
+std::vector<int> BandsFor(const std::vector<TileBand>& bands, int64_t budget) {
+  std::vector<int> out;
+  int smallest = -1;
+  for (int i = 0; i < int(bands.size()); ++i) {
+    if (bands[i].budget <= 0) return {};
+    if (budget <= 0 || bands[i].budget <= budget) out.push_back(i);
+    if (smallest < 0 || bands[i].budget < bands[smallest].budget) smallest = i;
+  }
+  if (out.empty() && smallest >= 0) out.push_back(smallest);
+  std::stable_sort(out.begin(), out.end(),
+                   [&](int a, int b) { return bands[a].budget > bands[b].budget; });
+  return out;
+}
+
+Result<std::vector<TileBand>> BandsForBudgets(const JobConfig& job, int64_t rows, int64_t start,
+                                              const std::vector<int64_t>& budgets,
+                                              int64_t data_bytes) {
+  if (job.partition.strategy != Strategy::kTiles) return std::vector<TileBand>{};
+  std::map<int64_t, int64_t, std::greater<>> handlers;  // budget -> handlers, largest first
+  for (int64_t b : budgets) {
+    if (b > 0) ++handlers[b];
+  }
+  if (handlers.size() < 2) return std::vector<TileBand>{};
+  JobConfig uniform = job;
+  uniform.partition.tile_bands.clear();
+  std::vector<TileBand> bands;
+  std::vector<int64_t> count;
+  for (const auto& [budget, n] : handlers) {
+    Result<TaskFit> fit = FitTasks(uniform, rows, 0, start, budget, data_bytes);
+    // A budget that holds no tile: the uniform cut for the smallest, which says so.
+    if (!fit.ok()) return std::vector<TileBand>{};
+    if (!bands.empty() && bands.back().edge == fit->task_size) {
+      bands.back().budget = budget;  // the same tiles: one band, for the smaller budget
+      count.back() += n;
+      continue;
+    }
+    bands.push_back({fit->task_size, 1, budget});
+    count.push_back(n);
+  }
+  if (bands.size() < 2) return std::vector<TileBand>{};  // one edge for all
+  // The suffix of bands from k holds sqrt(its handlers' share) of each width.
+  const int64_t total = std::accumulate(count.begin(), count.end(), int64_t{0});
+  constexpr int64_t kParts = 1024;
+  std::vector<int64_t> suffix(bands.size() + 1, 0);
+  int64_t after = 0;
+  for (size_t k = bands.size(); k-- > 0;) {
+    after += count[k];
+    suffix[k] = std::llround(double(kParts) * std::sqrt(double(after) / double(total)));
+  }
+  for (size_t k = 0; k < bands.size(); ++k) {
+    bands[k].share = std::max<int64_t>(1, suffix[k] - suffix[k + 1]);
+  }
+  // Every task of the cut must fit a band, and the smallest budget's handlers must get some.
+  JobConfig cut = uniform;
+  cut.partition.tile_bands = bands;
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(cut));
+  bool smallest_has_work = false;
+  for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
+    const int band = TaskBand(bands, t, data_bytes);
+    if (TaskHoldBytes(t) + data_bytes + WorkspaceBytes(bands[band].budget) > bands[band].budget) {
+      return std::vector<TileBand>{};
+    }
+    smallest_has_work = smallest_has_work || band == int(bands.size()) - 1;
+  }
+  if (!smallest_has_work) return std::vector<TileBand>{};
+  return bands;
 }
 
 }  // namespace acan::runtime

@@ -55,4 +55,28 @@ TaskFit LargestTask(const nn::Plan& plan, int64_t rows);
 Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, int64_t start,
                          int64_t budget, int64_t data_bytes);
 
+// Tiles for handlers whose budgets differ: one band per budget, largest first, each cut in tiles
+// of the largest edge FitTasks finds for its budget, its share of every width such that the tiles
+// only a band's handlers (or bigger ones) can run are about their share of the work, with work in
+// proportion to handlers (a band's tiles are those whose row and column blocks are both in it or
+// beyond: the suffix of the bands from band k holds sqrt(handlers from band k on / all) of a
+// width). `budgets` has one entry per handler (0: none). Empty when fewer than two budgets differ,
+// when their edges are the same, or when some task of the cut would fit none of the budgets or
+// the smallest budget's handlers would get no task: the job is then cut uniformly for the
+// smallest (FitTasks). The job's own task_size and tile bands are not looked at.
+Result<std::vector<TileBand>> BandsForBudgets(const JobConfig& job, int64_t rows, int64_t start,
+                                              const std::vector<int64_t>& budgets,
+                                              int64_t data_bytes);
+
+// The band whose handlers may run `task` of a job cut in `bands` with budgets: the one with the
+// smallest budget that holds it with `data_bytes` and its workspace (the largest when none does:
+// its handlers refuse it). -1 when the bands have no budgets (or there are none): any handler.
+int TaskBand(const std::vector<TileBand>& bands, const nn::TaskSpec& task, int64_t data_bytes);
+
+// The bands whose tasks a handler with `budget` takes, the largest budget first (the tasks only
+// it can run before those anyone can): every band whose budget is at most its own (all with no
+// budget; the smallest's when its budget is below every band's: it refuses what it cannot hold).
+// Empty when the bands have no budgets.
+std::vector<int> BandsFor(const std::vector<TileBand>& bands, int64_t budget);
+
 }  // namespace acan::runtime

@@ -4,11 +4,13 @@
 #include <unordered_set>
 
 #include "nn/executor.h"
+#include "runtime/core/budget.h"
 
 namespace acan::runtime {
 
 StepFlow StepFlow::Build(const nn::Plan* plan, int64_t step, int64_t rows,
-                         std::vector<std::string> inputs, bool encode) {
+                         std::vector<std::string> inputs, bool encode,
+                         const std::vector<TileBand>& bands, int64_t data_bytes) {
   StepFlow st;
   st.plan = plan;
   st.step = step;
@@ -22,6 +24,7 @@ StepFlow StepFlow::Build(const nn::Plan* plan, int64_t step, int64_t rows,
     t.spec = std::move(specs[i]);
     if (encode) t.encoded_spec = nn::EncodeTask(t.spec);
     t.work = nn::TaskWork(t.spec);
+    if (!bands.empty()) t.band = TaskBand(bands, t.spec, data_bytes);
     for (const std::string& in : t.spec.inputs) {
       if (nn::Plan::IsStateKey(in) || present.count(in)) continue;
       ++t.missing;

@@ -34,14 +34,17 @@ struct StepTask {
   bool speculated = false;
   Clock::time_point straggler_check_at = Clock::time_point::max();
   int refusals = 0;  // reports in a row of handlers whose memory would not hold it
+  int band = -1;     // the tile band whose handlers may take it (TaskBand; -1: any handler)
 };
 
 struct StepFlow {
   // The tasks of `step` (`rows` rows) from `plan`, each waiting for the tensors it reads that are
   // neither among `inputs` nor shards. `encode`: encode each spec now (for sending later).
-  // REQUIRES: `plan` outlives the step.
+  // `bands`: the job's tile bands, each task's band found with `data_bytes` held by a handler
+  // besides (TaskBand). REQUIRES: `plan` outlives the step.
   static StepFlow Build(const nn::Plan* plan, int64_t step, int64_t rows,
-                        std::vector<std::string> inputs, bool encode = true);
+                        std::vector<std::string> inputs, bool encode = true,
+                        const std::vector<TileBand>& bands = {}, int64_t data_bytes = 0);
 
   // `tensor` exists now: the tasks that waited for it and now wait for nothing, in task order.
   // A tensor provided twice (a duplicate output) unblocks nothing the second time.

@@ -36,13 +36,18 @@ Layout::Layout(std::string job) : job_(std::move(job)), job_key_(Key::Parse(job_
 Key Layout::Make(std::string text) const { return Key::Parse(text).value(); }
 Pattern Layout::MakePattern(std::string text) const { return Pattern::Parse(text).value(); }
 
-Key Layout::Task(nn::TaskType type, std::string_view task_key) const {
-  return Make(fmt::format("{}.task.{}.{}", job_, nn::ToString(type), task_key));
+Key Layout::Task(nn::TaskType type, std::string_view task_key, int band) const {
+  if (band < 0) return Make(fmt::format("{}.task.{}.{}", job_, nn::ToString(type), task_key));
+  return Make(fmt::format("{}.task.{}.z{}.{}", job_, nn::ToString(type), band, task_key));
 }
-Pattern Layout::TaskPattern(nn::TaskType type) const {
-  return MakePattern(fmt::format("{}.task.{}.>", job_, nn::ToString(type)));
+Pattern Layout::TaskPattern(nn::TaskType type, int band) const {
+  if (band < 0) return MakePattern(fmt::format("{}.task.{}.>", job_, nn::ToString(type)));
+  return MakePattern(fmt::format("{}.task.{}.z{}.>", job_, nn::ToString(type), band));
 }
-Pattern Layout::AnyTaskPattern() const { return MakePattern(job_ + ".task.>"); }
+Pattern Layout::AnyTaskPattern(int band) const {
+  if (band < 0) return MakePattern(job_ + ".task.>");
+  return MakePattern(fmt::format("{}.task.*.z{}.>", job_, band));
+}
 Key Layout::Tensor(std::string_view key) const { return Make(fmt::format("{}.t.{}", job_, key)); }
 Key Layout::State(std::string_view key, int64_t version) const {
   return Make(fmt::format("{}.p.{}.v{}", job_, key, version));
@@ -133,7 +138,11 @@ Result<ParsedKey> Layout::Parse(const Key& key) const {
     if (!type.ok()) return bad(type.status().message());
     p.kind = KeyKind::kTask;
     p.task_type = *type;
-    p.task_key = Join(key, j + 2, n);
+    // A band token (z<band>): no task key's verb is z and a number.
+    const auto band = Tagged(key.token(j + 2), 'z');
+    if (band && n < j + 5) return bad("a task key is <job>.task.<type>.z<band>.<task key>");
+    if (band) p.band = static_cast<int>(*band);
+    p.task_key = Join(key, band ? j + 3 : j + 2, n);
     p.step = StepOf(p.task_key);
   } else if (area == "t") {
     p.kind = KeyKind::kTensor;

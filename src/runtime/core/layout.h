@@ -4,6 +4,8 @@
 //
 // clang-format off
 //   <job>.task.<type>.<task key>     a task to run (type: forward|activation|loss|backward|update)
+//   <job>.task.<type>.z<band>.<task key>   one of a job whose tiles are cut in bands with
+//                                    budgets: the band whose handlers may run it (budget.h)
 //   <job>.t.<tensor key>             a step's tensor (inputs, activations, gradients, metrics)
 //   <job>.p.<state key>.v<version>   a parameter or velocity shard at a version
 //   <job>.u.<state key>.s<step>      an update's proposed next version, applied by the manager
@@ -65,6 +67,7 @@ struct ParsedKey {
   int64_t step = -1;     // of the task or tensor key, a proposal, a step marker (-1: none)
   int64_t version = -1;  // kState
   int handler = -1;      // kClaim, kAlive, kRestartNotice
+  int band = -1;         // kTask: the tile band whose handlers may take it (-1: any handler)
 };
 
 class Layout {
@@ -73,9 +76,11 @@ class Layout {
   explicit Layout(std::string job);
   const std::string& job() const { return job_; }
 
-  Key Task(nn::TaskType type, std::string_view task_key) const;
-  Pattern TaskPattern(nn::TaskType type) const;
-  Pattern AnyTaskPattern() const;
+  // `band` >= 0: a task for the handlers of that tile band (TaskBand in budget.h), and the
+  // patterns of the tasks of a band; -1: no band (every handler's; the patterns: every task).
+  Key Task(nn::TaskType type, std::string_view task_key, int band = -1) const;
+  Pattern TaskPattern(nn::TaskType type, int band = -1) const;
+  Pattern AnyTaskPattern(int band = -1) const;
   Key Tensor(std::string_view key) const;
   Key State(std::string_view key, int64_t version) const;
   Pattern StatePattern(std::string_view key) const;

@@ -19,6 +19,13 @@ TEST(LayoutTest, EveryKeyParsesBackToWhatBuiltIt) {
   EXPECT_EQ(p.task_type, nn::TaskType::kBackward);
   EXPECT_EQ(p.task_key, "bwd.s12.l1.r0.c2");
   EXPECT_EQ(p.step, 12);
+  EXPECT_EQ(p.band, -1);
+  // A task of a tile band: the band apart, the task key as without one.
+  p = parse(layout.Task(nn::TaskType::kBackward, "bwd.s12.l1.r0.c2", 3));
+  EXPECT_EQ(p.kind, KeyKind::kTask);
+  EXPECT_EQ(p.task_key, "bwd.s12.l1.r0.c2");
+  EXPECT_EQ(p.band, 3);
+  EXPECT_EQ(p.step, 12);
 
   p = parse(layout.Tensor("x.s3.c1"));
   EXPECT_EQ(p.kind, KeyKind::kTensor);
@@ -72,6 +79,17 @@ TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {
   EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kUpdate)
                    .Matches(layout.Task(nn::TaskType::kForward, "fwd.s1.l0.r0.c0")));
   EXPECT_TRUE(layout.AnyTaskPattern().Matches(layout.Task(nn::TaskType::kLoss, "loss.s0")));
+  // Bands: a band's patterns match its tasks alone; the patterns without a band match them all.
+  const Key banded = layout.Task(nn::TaskType::kForward, "fwd.s1.l0.r0.c0", 2);
+  EXPECT_EQ(banded.str(), "a.b.task.forward.z2.fwd.s1.l0.r0.c0");
+  EXPECT_TRUE(layout.AnyTaskPattern(2).Matches(banded));
+  EXPECT_TRUE(layout.TaskPattern(nn::TaskType::kForward, 2).Matches(banded));
+  EXPECT_FALSE(layout.AnyTaskPattern(1).Matches(banded));
+  EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kForward, 1).Matches(banded));
+  EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kUpdate, 2).Matches(banded));
+  EXPECT_TRUE(layout.AnyTaskPattern().Matches(banded));
+  EXPECT_TRUE(layout.TaskPattern(nn::TaskType::kForward).Matches(banded));
+  EXPECT_FALSE(layout.AnyTaskPattern(0).Matches(layout.Task(nn::TaskType::kLoss, "loss.s0")));
   EXPECT_TRUE(layout.StatePattern("param.l0.w").Matches(layout.State("param.l0.w", 3)));
   EXPECT_FALSE(layout.StatePattern("param.l0").Matches(layout.State("param.l0.w", 3)));
   EXPECT_TRUE(layout.AllStatesPattern().Matches(layout.State("param.l0.w", 3)));
@@ -92,7 +110,8 @@ TEST(LayoutTest, ForeignAndMalformedKeysAreRefusedByName) {
   for (const char* text :
        {"other.t.x.s1", "job", "job.zzz.q", "job.p.param.l0.w.x3", "job.u.param.l0.w.v3",
         "job.claim.mb.s1.x4", "job.alive.h", "job.alive.h1.h2", "job.step.s", "job.m.other",
-        "job.task.fly.x.s1", "job.done.restarted.hx", "job.task.update"}) {
+        "job.task.fly.x.s1", "job.done.restarted.hx", "job.task.update",
+        "job.task.update.z2"}) {
     auto key = Key::Parse(text);
     ASSERT_TRUE(key.ok()) << text;
     auto p = layout.Parse(*key);

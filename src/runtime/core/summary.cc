@@ -205,6 +205,15 @@ SummarySpace ReadSpace(const json& v, const std::string& path) {
   return s;
 }
 
+SummaryTileBand ReadTileBand(const json& v, const std::string& path) {
+  Fields f(v, path);
+  SummaryTileBand b;
+  b.edge = f.Need("edge", Int);
+  b.share = f.Need("share", Int);
+  b.budget = f.Need("budget", Int);
+  return b;
+}
+
 SummaryStall ReadStall(const json& v, const std::string& path) {
   Fields f(v, path);
   SummaryStall s;
@@ -317,6 +326,9 @@ RunSummary ReadRunSummary(const json& v, int version) {
   }
   s.stalls = f.Maybe("stalls",
                      [](const json& a, const std::string& p) { return ListOf(a, p, ReadStall); });
+  s.tile_bands = f.Maybe("tile_bands", [](const json& a, const std::string& p) {
+    return ListOf(a, p, ReadTileBand);
+  });
 
   s.test_rows = f.Maybe("test_rows", Int);
   s.test_loss = f.MaybeNull("test_loss");
@@ -476,6 +488,10 @@ void to_json(json& j, const SummarySpace& s) {
   j["bytes_moved_per_step"] = OrNull(s.bytes_moved_per_step);
 }
 
+void to_json(json& j, const SummaryTileBand& b) {
+  j = {{"edge", b.edge}, {"share", b.share}, {"budget", b.budget}};
+}
+
 void to_json(json& j, const SummaryStall& s) {
   j = {{"t_s", s.t_s},
        {"stalled_s", s.stalled_s},
@@ -561,6 +577,7 @@ void to_json(json& j, const RunSummary& s) {
     PutIf(j, "space", s.space_uri);
   }
   PutIf(j, "stalls", s.stalls);
+  PutIf(j, "tile_bands", s.tile_bands);
 
   PutIf(j, "test_rows", s.test_rows);
   PutNullable(j, "test_loss", s.test_loss);

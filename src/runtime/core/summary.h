@@ -189,6 +189,13 @@ struct SummarySpace {
 };
 
 // One entry of "stalls".
+// A band of the tiles the run was cut in (acan::TileBand).
+struct SummaryTileBand {
+  int64_t edge = 0;
+  int64_t share = 0;
+  int64_t budget = 0;  // bytes (0: none)
+};
+
 struct SummaryStall {
   double t_s = 0;
   double stalled_s = 0;
@@ -283,6 +290,8 @@ struct RunSummary {
   std::optional<SummaryRecovery> recovery;  // the supervisor's too
   std::optional<SummarySpace> space;        // "space" as an object
   std::optional<std::vector<SummaryStall>> stalls;
+  // A tiles job cut in bands (for handler budgets that differ): its bands, in order.
+  std::optional<std::vector<SummaryTileBand>> tile_bands;
 
   // Held-out evaluation: in process null without a test split; a manager process leaves out
   // what it did not evaluate.
@@ -323,6 +332,7 @@ void to_json(nlohmann::json& j, const LostTaskTrace& l);
 void to_json(nlohmann::json& j, const SummaryRecovery& r);
 void to_json(nlohmann::json& j, const SummarySpace& s);
 void to_json(nlohmann::json& j, const SummaryStall& s);
+void to_json(nlohmann::json& j, const SummaryTileBand& b);
 void to_json(nlohmann::json& j, const SummaryTestEpoch& e);
 void to_json(nlohmann::json& j, const SummaryWatchLag& w);
 void to_json(nlohmann::json& j, const SummaryResident& r);

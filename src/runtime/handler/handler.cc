@@ -28,9 +28,11 @@ Handler::Handler(Space* space, Layout layout, HandlerSettings options, HandlerSt
 }
 
 std::vector<Pattern> Handler::Patterns() const {
-  if (options_.capabilities.empty()) return {layout_.AnyTaskPattern()};
   std::vector<Pattern> out;
-  for (nn::TaskType t : options_.capabilities) out.push_back(layout_.TaskPattern(t));
+  for (int band : options_.bands.empty() ? std::vector<int>{-1} : options_.bands) {
+    if (options_.capabilities.empty()) out.push_back(layout_.AnyTaskPattern(band));
+    for (nn::TaskType t : options_.capabilities) out.push_back(layout_.TaskPattern(t, band));
+  }
   return out;
 }
 
@@ -71,6 +73,9 @@ void Handler::Run(const std::atomic<bool>& stop) {
     if (patterns.size() == 1) {
       got = space_->Take(patterns[0], pouch, Deadline::After(options_.poll));
     } else {
+      // Bands: the first pattern first (the tasks only this handler's budget holds before those
+      // any can run); types: each in turn.
+      if (!options_.bands.empty()) next = 0;
       for (size_t i = 0; i < patterns.size() && !got.ok(); ++i) {
         got = space_->Take(patterns[(next + i) % patterns.size()], pouch, Deadline::Now());
       }

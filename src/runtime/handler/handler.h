@@ -82,6 +82,8 @@ struct HandlerSettings {
   // outputs, with `data_bytes`, would pass it is refused (reported to the manager with why), never
   // run into an out-of-memory death.
   int64_t memory = 0;
+  // The tile bands whose tasks it takes, the first first (BandsFor); empty: every task.
+  std::vector<int> bands;
   // Bytes this handler holds whatever the task: the data set it makes its inputs from.
   int64_t data_bytes = 0;
 };

@@ -68,6 +68,9 @@ struct ManagerSettings {
   // being written, the final model is hashed in bands of rows within a sixteenth of it, and the
   // probe (which holds every shard) is left out when the state passes a quarter of it.
   int64_t memory = 0;
+  // Bytes of data each handler holds besides its tasks (it makes the step inputs from its own copy
+  // of the data set): counted when a task's tile band is found (TaskBand), as the cut counted it.
+  int64_t handler_data_bytes = 0;
   // Send a copy of a task the window waits on to a faster idle handler when a slow one holds it
   // (runtime/core/straggler.h). Off (the default: the slow copy's work is thrown away), the window
   // waits for a slow handler's task as long as its claim is live.

@@ -58,7 +58,9 @@ Status Manager::Admit(int64_t step) {
       ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
     }
   }
-  ActiveStep& st = active_[step] = StepFlow::Build(plan_, step, rows, std::move(inputs));
+  ActiveStep& st = active_[step] = StepFlow::Build(plan_, step, rows, std::move(inputs), true,
+                                                      job_->partition.tile_bands,
+                                                      options_.handler_data_bytes);
   for (size_t i = 0; i < st.tasks.size(); ++i) task_index_[st.tasks[i].spec.key] = {step, i};
   if (recovering) ACAN_RETURN_IF_ERROR(Recover(st));
   for (size_t i = 0; i < st.tasks.size(); ++i) {
@@ -87,7 +89,7 @@ Status Manager::Recover(ActiveStep& st) {
       ACAN_ASSIGN_OR_RETURN(const bool there, space_->Contains(layout_.Output(out, st.step)));
       done = done && there;
     }
-    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key).str()) > 0;
+    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key, t.band).str()) > 0;
     if (!done && !held) {  // a live handler may be running it right now
       ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
       held = claim == ClaimState::kAlive;
@@ -184,7 +186,8 @@ Status Manager::CleanupLeftStep() {
   if (step < 0) return Status::Ok();
   const int64_t rows = batcher_->BatchRows(step);
   return CleanupStep(
-      StepFlow::Build(plan_, step, rows, plan_->StepInputKeys(step, rows), /*encode=*/false));
+      StepFlow::Build(plan_, step, rows, plan_->StepInputKeys(step, rows), /*encode=*/false,
+                      job_->partition.tile_bands, options_.handler_data_bytes));
 }
 
 Status Manager::FinalizeSteps() {

@@ -88,7 +88,7 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool specul
                               fmt::format(R"({{"reason":"{}","attempt":{}}})", reason, t.attempt));
     }
   }
-  return space_->Put(layout_.Task(t.spec.type, t.spec.key),
+  return space_->Put(layout_.Task(t.spec.type, t.spec.key, t.band),
                      EncodeTaskMessage(t.attempt, input_keys, t.encoded_spec,
                                        std::chrono::nanoseconds(timeout).count()));
 }
@@ -286,7 +286,7 @@ Status Manager::CheckClaimsNow() {
 Status Manager::LookUp(Look look, const TaskRun& t, Seen* seen) {
   switch (look) {
     case Look::kQueued: {
-      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key)));
+      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key, t.band)));
       seen->queued = queued.has_value();
       return Status::Ok();
     }

@@ -185,6 +185,10 @@ RunSummary MakeSummary(const JobConfig& job, const RunOptions& options, const Ru
                          .tasks_held = r.flight.tasks_held,
                          .manager_incarnations = r.manager_incarnations});
   }
+  if (!run.tile_bands.empty()) {
+    s.tile_bands.emplace();
+    for (const TileBand& b : run.tile_bands) s.tile_bands->push_back({b.edge, b.share, b.budget});
+  }
   s.weights_sha256 = nn::ModelSha256(run.model);
   s.strategy = std::string(ToString(job.partition.strategy));
   return s;

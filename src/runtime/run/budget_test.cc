@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "acan/space.h"
 #include "common/byte_size.h"
 #include "nn/executor.h"
@@ -49,31 +51,64 @@ TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheRefe
   auto r = RunWatched(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->progress.total_steps, 20);
-  const int64_t edge = r->progress.task_size;
-  // Cut for the smallest budget: no tile of the wide layer is even a quarter of it.
-  EXPECT_GE(edge, kMinTileEdge);
-  EXPECT_LT(edge, 512) << "tiles of " << edge;
-  nn::Plan plan = *nn::Plan::Create(job, edge, data.rows);
+  // Cut in bands, one per budget, the largest budget's tiles the largest: the wide layer's tiles
+  // differ in size within the layer.
+  ASSERT_EQ(r->tile_bands.size(), 3u);
+  EXPECT_EQ(r->tile_bands[0].budget, 4 * kMiB);
+  EXPECT_EQ(r->tile_bands[2].budget, 2 * kMiB);
+  EXPECT_GT(r->tile_bands[0].edge, r->tile_bands[1].edge);
+  EXPECT_GT(r->tile_bands[1].edge, r->tile_bands[2].edge);
+  JobConfig cut = job;
+  cut.partition.tile_bands = r->tile_bands;
+  nn::Plan plan = *nn::Plan::Create(cut, -1, data.rows);
+  std::set<int64_t> sizes;
   int64_t largest_shard = 0;
-  for (const nn::ShardSpec& s : plan.shards()) largest_shard = std::max(largest_shard, s.Size());
+  for (const nn::ShardSpec& s : plan.shards()) {
+    largest_shard = std::max(largest_shard, s.Size());
+    if (s.layer == 1 && !s.bias) sizes.insert(s.Size());
+  }
+  EXPECT_GE(sizes.size(), 3u) << "tiles of the wide layer in several sizes";
   EXPECT_GE(int64_t{4} * 4096 * 1024, 4 * 4 * kMiB);  // the layer is 4x the largest budget
-  EXPECT_LE(int64_t{4} * largest_shard, kMiB / 2);    // and none of its tiles near any
+  EXPECT_LE(int64_t{4} * largest_shard, kMiB);        // and none of its tiles near any
   ASSERT_EQ(r->handlers.size(), 3u);
+  // What the smallest budget's handler could hold of a task, beyond its workspace.
+  const int64_t small_room = 2 * kMiB - WorkspaceBytes(2 * kMiB);
   for (const HandlerFigures& h : r->handlers) {
     SCOPED_TRACE("handler " + std::to_string(h.id));
     EXPECT_EQ(h.memory_budget, o.handler_memory[h.id]);
     EXPECT_GT(h.tasks, 0) << "every handler gets work";
     EXPECT_GT(h.peak_held_bytes, 0);
     EXPECT_LE(h.peak_held_bytes, h.memory_budget);
-    EXPECT_EQ(h.refused, 0);
+    EXPECT_EQ(h.refused, 0) << "never given a task over its budget";
   }
-  // Left to the cache-sized default, the tiles would not have fitted the smallest budget.
-  const int64_t free_edge = InitialTaskSize(job.model.layers, true, job.train.batch);
-  EXPECT_GT(
-      LargestTask(*nn::Plan::Create(job, free_edge, data.rows), job.train.batch).largest_bytes,
-      2 * kMiB)
-      << "tiles of " << free_edge;
-  EXPECT_EQ(nn::ModelSha256(r->model), ReferenceAt(job, data, init, edge));
+  EXPECT_LE(r->handlers[0].peak_held_bytes, small_room);
+  EXPECT_GT(r->handlers[2].peak_held_bytes, small_room)
+      << "the largest budget ran tiles the smallest could not hold";
+  EXPECT_EQ(nn::ModelSha256(r->model), ReferenceAt(cut, data, init, -1));
+}
+
+// One budget for every handler: one uniform cut for it, no bands, as before bands existed.
+TEST(MemoryBudgetTest, OneBudgetForAllCutsUniformTiles) {
+  const Wide wide;
+  const auto& [job, data, init] = wide;
+  auto bands = BandsForBudgets(job, 16, 512, {2 * kMiB, 2 * kMiB, 0}, 0);
+  ASSERT_TRUE(bands.ok()) << bands.status().ToString();
+  EXPECT_TRUE(bands->empty());
+  // Two budgets: two bands, their shares such that the smaller's handlers (two of three) have about
+  // two thirds of the work (the suffix from its band is sqrt(2/3) of each width, 836 of 1024).
+  bands = BandsForBudgets(job, 16, 512, {2 * kMiB, 2 * kMiB, 4 * kMiB}, 0);
+  ASSERT_TRUE(bands.ok()) << bands.status().ToString();
+  ASSERT_EQ(bands->size(), 2u);
+  EXPECT_EQ((*bands)[1].share, 836);
+  EXPECT_EQ((*bands)[0].share, 1024 - 836);
+  EXPECT_EQ(BandsFor(*bands, 4 * kMiB), (std::vector<int>{0, 1}));
+  EXPECT_EQ(BandsFor(*bands, 0), (std::vector<int>{0, 1}));
+  EXPECT_EQ(BandsFor(*bands, 3 * kMiB), (std::vector<int>{1}));
+  EXPECT_EQ(BandsFor(*bands, kMiB), (std::vector<int>{1})) << "below every band: the smallest's";
+  // A budget that holds no tile at all: no bands; the uniform cut then refuses it, naming it.
+  bands = BandsForBudgets(job, 16, 512, {64 * 1024, 4 * kMiB}, 0);
+  ASSERT_TRUE(bands.ok());
+  EXPECT_TRUE(bands->empty());
 }
 
 // The freed memory a budgeted process keeps for reuse (a quarter of its budget, 1 to 64 MiB) is

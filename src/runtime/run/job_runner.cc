@@ -56,8 +56,9 @@ RunHooks RunHooks::SeededCrashes(uint64_t seed, int64_t manager_range, int64_t h
   return hooks;
 }
 
-Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
+Result<RunResult> RunJob(const JobConfig& given, const nn::Dataset& data, const nn::Model& init,
                          const RunOptions& options, const RunHooks& hooks) {
+  JobConfig job = given;  // with the tile bands the run cuts for budgets that differ
   if (options.handlers < 1) return Status::InvalidArgument("handlers must be at least 1");
   if (options.window < 1) return Status::InvalidArgument("window must be at least 1");
   if (options.adapt_task_size && job.partition.strategy == Strategy::kChain) {
@@ -84,6 +85,13 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     const int64_t start = options.adapt_task_size || smallest > 0
                               ? InitialTaskSize(job.model.layers, tiles, job.train.batch)
                               : 0;
+    if (tiles && fixed == 0 && job.partition.tile_bands.empty()) {
+      std::vector<int64_t> budgets;
+      for (int h = 0; h < options.handlers && !options.handler_memory.empty(); ++h)
+        budgets.push_back(options.handler_memory[h % options.handler_memory.size()]);
+      ACAN_ASSIGN_OR_RETURN(job.partition.tile_bands,
+                            BandsForBudgets(job, job.train.batch, start, budgets, /*data=*/0));
+    }
     if (smallest > 0 || (tiles && fixed == 0 && options.adapt_task_size)) {
       ACAN_ASSIGN_OR_RETURN(TaskFit fit,
                             FitTasks(job, job.train.batch, fixed, start, smallest, /*data=*/0));
@@ -110,6 +118,7 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     ho.buffers = buffers;
     if (!options.handler_memory.empty())
       ho.memory = options.handler_memory[h % options.handler_memory.size()];
+    ho.bands = BandsFor(job.partition.tile_bands, ho.memory);
     if (hooks.crash_in_task_every > 0) {
       crash_in_task.push_back(std::make_unique<CrashInTask>(hooks.crash_in_task_every));
     }
@@ -281,6 +290,9 @@ Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn
     if (s->has_controller()) result.controller = s->controller();
   }
   result.pouch = pouch.load();
+  if (job.partition.tile_bands != given.partition.tile_bands) {
+    result.tile_bands = job.partition.tile_bands;
+  }
   result.space = space->Stats();
   result.census = census->Snapshot();
   space->Close();

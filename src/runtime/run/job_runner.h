@@ -125,6 +125,8 @@ struct RunResult {
   RecoveryStats recovery;
   std::shared_ptr<TraceRecorder> trace;  // RunOptions::trace, filled in (null: not traced)
   std::vector<std::string> audit;        // the job's audit log, one JSON record a line
+  // The tile bands the run cut for handler budgets that differ (empty: the job's own cut).
+  std::vector<TileBand> tile_bands;
 };
 
 Result<RunResult> RunJob(const JobConfig& job, const nn::Dataset& data, const nn::Model& init,
