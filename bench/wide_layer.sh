@@ -13,7 +13,12 @@
 #  - PyTorch (python3-torch) training the same layers in one process on 2 threads, for scale: its
 #    peak RSS and samples/s (bench/torch_wide.py);
 #  - the weights of the run across processes bitwise those of the in-process run.
-# Usage: bench/wide_layer.sh [BUILD_DIR] [--quick]   (--quick: 4096 x 4096, 64 MiB, at 16 MiB)
+# With --differ: the 64 MiB layer with handlers at 8, 16, 16 and 32 MiB (the manager at 16), cut
+# in bands for their budgets against the same budgets cut uniformly for the smallest (the tiles
+# the 8 MiB band has): step time, tasks a step, bytes a step, each handler's peak RSS against its
+# own budget, and the banded run's weights bitwise the in-process run's at its bands.
+# Usage: bench/wide_layer.sh [BUILD_DIR] [--quick|--differ]   (--quick: 4096 x 4096, 64 MiB, at
+# 16 MiB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,7 +30,7 @@ source tests/e2e/small_job.sh
 source tests/e2e/peaks.sh
 trap stop_started EXIT
 width=8192 budget=32MiB budget_kib=32768 steps=5
-if [[ "$quick" == --quick ]]; then width=4096 budget=16MiB budget_kib=16384; fi
+if [[ "$quick" == --quick || "$quick" == --differ ]]; then width=4096 budget=16MiB budget_kib=16384; fi
 batch=16
 
 cat > "$work/wide.toml" <<TOML
@@ -60,6 +65,61 @@ echo "== raw libnats, 1 MiB put+take pairs"
 raw=$(sed -n 's/^1048576 B values: raw libnats \([0-9.]*\) pairs.*/\1/p' "$work/space.txt")
 echo "$raw pairs a second"
 
+if [[ "$quick" == --differ ]]; then
+  sed -i 's/^handler_memory = .*/handler_memory = ["8MiB", "16MiB", "16MiB", "32MiB"]/' "$work/wide.toml"
+  echo "== handlers at 8, 16, 16 and 32 MiB: tiles cut in bands for their budgets"
+  ACAN_LOG_LEVEL=info "$acan" train "$work/wide.toml" --space nats:local --processes 4 \
+    --out "$work/bands" > "$work/bands.log" 2>&1 &
+  run=$!; pids+=("$run")
+  peaks "$run" "$work/bands.peaks"
+  wait "$run" || { tail -20 "$work/bands.log" >&2; exit 1; }
+  grep -m1 -o "tiles cut in bands: .*" "$work/bands.log" || true
+  read -r small_edge bands < <(/usr/bin/python3 - "$work/bands/summary.json" <<'PY'
+import json, sys
+bands = json.load(open(sys.argv[1]))["tile_bands"]
+print(min(b["edge"] for b in bands), "tile_bands = [" + ", ".join(
+    f'{{edge = {b["edge"]}, share = {b["share"]}, budget = {b["budget"]}}}' for b in bands) + "]")
+PY
+)
+  echo "== the same budgets, tiles of $small_edge for all (the uniform cut for the smallest)"
+  sed "s/^task_size = 0/task_size = $small_edge/" "$work/wide.toml" > "$work/uniform.toml"
+  ACAN_LOG_LEVEL=info "$acan" train "$work/uniform.toml" --space nats:local --processes 4 \
+    --out "$work/uniform" > "$work/uniform.log" 2>&1 &
+  run=$!; pids+=("$run")
+  peaks "$run" "$work/uniform.peaks"
+  wait "$run" || { tail -20 "$work/uniform.log" >&2; exit 1; }
+  echo "== in process at the same bands, no budgets"
+  sed "s/^task_size = 0/$bands/; /^handler_memory/d; /^manager_memory/d" "$work/wide.toml" \
+    > "$work/mem.toml"
+  "$acan" train "$work/mem.toml" --out "$work/mem" --quiet > /dev/null
+  /usr/bin/python3 - "$work" "$(highest "$work/small.peaks" handler)" \
+    "$(highest "$work/small.peaks" manager)" <<'PY'
+import json, sys
+work, base_h, base_m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+budgets = [8, 16, 16, 32]
+mem = json.load(open(f"{work}/mem/summary.json"))
+steps = {}
+for name in ("bands", "uniform"):
+    s = json.load(open(f"{work}/{name}/summary.json"))
+    step_s = s["train_s"] / s["steps"]
+    steps[name] = step_s
+    t = s["traffic"]
+    tasks = s["tasks"]["completed"] / s["steps"]
+    print(f"{name}: a step {step_s:.2f} s, {tasks:.0f} tasks a step, "
+          f"{t['value_bytes_per_step'] / 1e6:.0f} MB a step ({t['per_step_over_minimum']:.2f}x the least), "
+          f"oracle {s['oracle']['verdict']}, refused {s['tasks'].get('retransmit_reasons', {}).get('refused', 0)}")
+    for line in open(f"{work}/{name}.peaks"):
+        _, role, kb, hid = line.split()
+        limit = (budgets[int(hid)] * 1024 + base_h) if role == "handler" else 16 * 1024 + base_m
+        label = f"handler {hid} at {budgets[int(hid)]} MiB" if role == "handler" else "manager at 16 MiB"
+        print(f"  {label}: peak {kb} kB against {limit} kB: {'under' if int(kb) <= limit else 'OVER'}")
+b = json.load(open(f"{work}/bands/summary.json"))
+print(f"bands against uniform: {steps['uniform'] / steps['bands']:.2f}x as fast; "
+      f"bitwise the in-process run at the bands: {'yes' if b['weights_sha256'] == mem['weights_sha256'] else 'NO'}")
+PY
+  exit 0
+fi
+
 echo "== layers [1024, $width, $width, 10], 4 handler processes and the managers at $budget, nats:local"
 ACAN_LOG_LEVEL=info "$acan" train "$work/wide.toml" --space nats:local --processes 4 \
   --out "$work/nats" > "$work/nats.log" 2>&1 &
@@ -91,7 +151,7 @@ raw, batch, budget_kib, width = float(sys.argv[3]), int(sys.argv[4]), int(sys.ar
 def peaks(path):
     out = {}
     for line in open(path):
-        _, role, kb = line.split()
+        _, role, kb = line.split()[:3]
         out.setdefault(role, []).append(int(kb))
     return out
 base, run = peaks(sys.argv[5]), peaks(sys.argv[6])

@@ -270,8 +270,12 @@ int RunHandlerCommand(const HandlerArgs& a) {
   if (!r.ok()) return Fail(r.status());
   if (!a.quiet) {
     fmt::print(
-        "handler {} (incarnation {}): {} tasks, {:.2f} s busy, first task after {:.3f} s{}\n",
+        "handler {} (incarnation {}): {} tasks, {:.2f} s busy, first task after {:.3f} s{}{}\n",
         r->id, r->incarnation, r->tasks, r->busy_s, r->first_task_s,
+        r->memory > 0 ? fmt::format("; held at most {} bytes for a task of its budget of {}, "
+                                    "refused {}",
+                                    r->peak_held_bytes, r->memory, r->refused)
+                      : "",
         r->job_finished ? "; the job is finished" : "; left the job");
   }
   return 0;

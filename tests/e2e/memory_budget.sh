@@ -9,7 +9,8 @@
 # naming the layer. With --kills, the fault-free run and then one with every handler and manager
 # SIGKILLed (and restarted) once in each three of its steps (label slow). With --differ, budgets
 # that differ (3, 4, 6 and 8 MiB handlers, announced), each process started on its own over a
-# nats:// server. Usage: memory_budget.sh ACAN_BINARY [--kills|--differ]
+# nats:// server, the layer's tiles cut in bands, one per budget.
+# Usage: memory_budget.sh ACAN_BINARY [--kills|--differ]
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY [--kills|--differ]}
 mode=${2:-}
@@ -102,9 +103,11 @@ PY
 
 # Budgets that differ, each process started on its own over a nats:// server (started here, on
 # loopback, and stopped by its PID): handlers at 3, 4, 6 and 8 MiB announce their budgets, the
-# job file names none, and the manager (4 MiB, and a standby at 4 MiB) cuts the tiles for the
-# smallest. Every handler runs tasks, none is refused one, each stays under its own budget plus
-# the baseline, and the weights are bitwise the in-process run's at the same tiles.
+# job file names none, and the manager (4 MiB, and a standby at 4 MiB) cuts the layer's tiles in
+# bands, one per budget, each band's tiles the largest its budget holds. Every handler runs tasks,
+# none is given one over its budget (none refused), the 8 MiB handler runs tasks the 3 MiB one could
+# not hold, each stays under its own budget plus the baseline, and the weights are bitwise the
+# in-process run's at the same bands.
 differ_run() {
   local budgets=(3072 4096 6144 8192) role_pids=() i
   start_nats -1 || fail "differ: nats-server did not report its port"
@@ -138,9 +141,19 @@ differ_run() {
   done
   for p in "${managers[@]}"; do wait "$p" || true; done
   [[ -f "$work/differ/summary.json" ]] || { tail -30 "$work"/differ-m*.log >&2; fail "differ: no summary"; }
-  local edge
-  edge=$(cat "$work"/differ-m*.log | grep -m1 -o "tiles of [0-9]*" | grep -o "[0-9]*$") ||
+  grep -h "tiles cut in bands" "$work"/differ-m*.log | head -1 ||
     fail "differ: the manager did not say how it cut the tiles"
+  # The bands as the job file writes them, from summary.json: the in-process run's cut.
+  local bands
+  bands=$(/usr/bin/python3 - "$work/differ/summary.json" <<'PY'
+import json, sys
+bands = json.load(open(sys.argv[1])).get("tile_bands", [])
+if len(bands) < 2 or len({b["edge"] for b in bands}) < 2:
+    sys.exit(f"tile_bands {bands}: not cut in bands of different edges")
+print("tile_bands = [" + ", ".join(
+    f'{{edge = {b["edge"]}, share = {b["share"]}, budget = {b["budget"]}}}' for b in bands) + "]")
+PY
+) || fail "differ: no tile bands"
   for i in 0 1 2 3; do
     p=${role_pids[$i]}
     echo "differ: handler $i at ${budgets[$i]} kB peaked at ${hwm[$p]:-?} kB (baseline $baseline)"
@@ -157,14 +170,25 @@ differ_run() {
   done
   # Every handler ran tasks (its closing line, printed as it leaves the finished job) and none
   # was given one over its budget (a refusal is logged by the manager and counted as a reason).
+  local helds=()
   for i in 0 1 2 3; do
     timeout 60 tail --pid="${role_pids[$i]}" -f /dev/null || fail "differ: handler $i did not end"
     local ran
     ran=$(grep -o "handler $i (incarnation [0-9]*): [0-9]* tasks" "$work/differ-h$i.log" |
       grep -o "[0-9]* tasks" | grep -o "[0-9]*") || fail "differ: handler $i said nothing of its tasks"
-    echo "differ: handler $i ran $ran tasks"
+    local held
+    held=$(grep -o "held at most [0-9]* bytes" "$work/differ-h$i.log" | grep -o "[0-9]*") ||
+      fail "differ: handler $i said nothing of what it held"
+    echo "differ: handler $i ran $ran tasks, holding at most $held bytes for one"
     (( ran > 0 )) || fail "differ: handler $i ran no task"
+    helds[i]=$held
   done
+  # The smallest budget's room for a task: 3 MiB less its workspace (runtime/core/budget.h: 1.5 MiB
+  # and the 1 MiB it keeps freed, less 1 MiB).
+  local room=$(( 3 * 1048576 - 3 * 524288 ))
+  (( helds[0] <= room )) || fail "differ: the 3 MiB handler held ${helds[0]} bytes, over $room"
+  (( helds[3] > room )) ||
+    fail "differ: the 8 MiB handler held at most ${helds[3]} bytes, no more than the 3 MiB one can"
   ! grep -h "refused task" "$work"/differ-m*.log || fail "differ: a handler was given a task over its budget"
   /usr/bin/python3 - "$work/differ/summary.json" <<'PY' || fail "differ: the summary's figures"
 import json, sys
@@ -173,11 +197,11 @@ reasons = s["tasks"].get("retransmit_reasons", {})
 print("differ: retransmitted", s["tasks"]["retransmitted"], reasons)
 sys.exit(1 if reasons.get("refused", 0) else 0)
 PY
-  sed "s/^task_size = 0/task_size = $edge/" "$work/differ.toml" > "$work/differ-ref.toml"
+  sed "s/^task_size = 0/$bands/" "$work/differ.toml" > "$work/differ-ref.toml"
   "$acan" train "$work/differ-ref.toml" --out "$work/differ-ref" --quiet
   [[ "$(weights_of "$work/differ/summary.json")" == "$(weights_of "$work/differ-ref/summary.json")" ]] ||
-    fail "differ: weights differ from the in-process run at tiles of $edge"
-  echo "differ: tiles of $edge for the smallest budget announced; bitwise the in-process run"
+    fail "differ: weights differ from the in-process run at $bands"
+  echo "differ: $bands; bitwise the in-process run"
 }
 
 if [[ "$mode" == --differ ]]; then

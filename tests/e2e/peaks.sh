@@ -3,15 +3,16 @@
 # hwm_of PID: its peak RSS in kB so far ("" once it is gone).
 hwm_of() { awk '/VmHWM/{print $2}' "/proc/$1/status" 2>/dev/null || true; }
 # peaks PID OUT: until PID exits, the peak VmHWM (kB) of every `acan handler` and `acan manager`
-# it started, one line per process ("PID ROLE KB"), into OUT.
+# it started, one line per process ("PID ROLE KB ID", ID a handler's --id, else -), into OUT.
 peaks() {
-  declare -A hwm role
+  declare -A hwm role id
   local root=$1 out=$2 p v line
   while kill -0 "$root" 2>/dev/null; do
     for p in $(pgrep -P "$root" || true); do
       line=$({ tr '\0' ' ' < "/proc/$p/cmdline"; } 2>/dev/null || true)
       case "$line" in
-        *" handler "*) role[$p]=handler ;;
+        *" handler "*) role[$p]=handler
+          id[$p]=$(sed -n 's/.* --id \([0-9]*\) .*/\1/p' <<< "$line ") ;;
         *" manager "*) role[$p]=manager ;;
         *) continue ;;
       esac
@@ -20,7 +21,7 @@ peaks() {
     done
     sleep 0.05
   done
-  for p in "${!hwm[@]}"; do echo "$p ${role[$p]} ${hwm[$p]}"; done > "$out"
+  for p in "${!hwm[@]}"; do echo "$p ${role[$p]} ${hwm[$p]} ${id[$p]:--}"; done > "$out"
 }
 # highest FILE ROLE: the highest peak of that role's processes in a peaks file.
 highest() { awk -v r="$2" '$2 == r {print $3}' "$1" | sort -n | tail -1; }

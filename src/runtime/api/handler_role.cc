@@ -238,6 +238,9 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   report.reused = stats.reused.load();
   report.missing_inputs = stats.missing_inputs.load();
   report.bad_tuples = stats.bad_tuples.load();
+  report.memory = ho.memory;
+  report.peak_held_bytes = stats.peak_held.load();
+  report.refused = stats.refused.load();
   if (int64_t at = stats.first_task_at_ns.load(); at != 0) {
     report.first_task_s =
         std::chrono::duration<double>(Clock::time_point(Clock::duration(at)) - start).count();

@@ -154,8 +154,13 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   // A tiles job's shards are its tiles: their edge is chosen once, so that every task fits the
   // smallest handler budget with the data a handler holds, and is the job's as made.
   const bool tiles = job.partition.strategy == Strategy::kTiles;
+  // The job's budgets, cycled over its handlers when their number is known (one entry a handler:
+  // the bands' shares follow how many handlers each budget has), and those announced.
+  std::vector<int64_t> listed = job.runtime.handler_memory;
+  for (int64_t h = int64_t(listed.size()); h < options.handlers && !listed.empty(); ++h)
+    listed.push_back(listed[h % job.runtime.handler_memory.size()]);
   ACAN_ASSIGN_OR_RETURN(const std::vector<int64_t> budgets,
-                        AnnouncedBudgets(space, layout, job.runtime.handler_memory));
+                        AnnouncedBudgets(space, layout, std::move(listed)));
   const int64_t smallest = runtime::SmallestBudget(budgets);
   const int64_t data_bytes =
       options.handlers_read_data

@@ -4,23 +4,40 @@
 
 namespace acan::runtime {
 
-bool Dispatcher::Offer(TaskRef task, int64_t pouch) {
-  if (in_flight_ >= pouch) {
-    held_.push_back(task);
+bool Dispatcher::Offer(TaskRef task, int64_t pouch, int band) {
+  Band& b = bands_[band];
+  if (b.in_flight >= pouch) {
+    b.held.push_back(task);
+    ++held_;
     return false;
   }
+  ++b.in_flight;
   ++in_flight_;
   return true;
 }
 
 std::vector<TaskRef> Dispatcher::TakeHeld(int64_t pouch) {
   std::vector<TaskRef> out;
-  while (!held_.empty() && in_flight_ < pouch) {
-    out.push_back(held_.front());
-    held_.pop_front();
-    ++in_flight_;
+  for (auto& [band, b] : bands_) {
+    while (!b.held.empty() && b.in_flight < pouch) {
+      out.push_back(b.held.front());
+      b.held.pop_front();
+      --held_;
+      ++b.in_flight;
+      ++in_flight_;
+    }
   }
   return out;
+}
+
+void Dispatcher::AddInFlight(int band) {
+  ++bands_[band].in_flight;
+  ++in_flight_;
+}
+
+void Dispatcher::OnDone(int band) {
+  --bands_[band].in_flight;
+  --in_flight_;
 }
 
 void Dispatcher::BiggestFirst(std::vector<TaskRef>* ready,

@@ -94,7 +94,7 @@ Status Manager::Recover(ActiveStep& st) {
       ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
       held = claim == ClaimState::kAlive;
     }
-    if (watch_.OnRecovered(t, done, held, env_->Now())) dispatcher_.AddInFlight();
+    if (watch_.OnRecovered(t, done, held, env_->Now())) dispatcher_.AddInFlight(t.band);
   }
   for (TaskRun& t : st.tasks) {
     if (!t.done) continue;

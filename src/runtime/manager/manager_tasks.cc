@@ -26,7 +26,7 @@ Status Manager::Dispatch(ActiveStep& st, TaskRun& t, const char* reason) {
   if (reason == nullptr) {
     t.dispatched = true;  // owned by the pouch from now on, sent or held back
     const TaskRef ref{st.step, static_cast<size_t>(&t - st.tasks.data())};
-    if (!dispatcher_.Offer(ref, controller_.pouch())) return Status::Ok();
+    if (!dispatcher_.Offer(ref, controller_.pouch(), t.band)) return Status::Ok();
   }
   return Send(st, t, reason);
 }
@@ -151,7 +151,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   TaskRun& t = *in_flight;
   t.done = true;
   ++st.done;
-  dispatcher_.OnDone();
+  dispatcher_.OnDone(t.band);
   if (options_.on_task_done) {
     options_.on_task_done(t.spec.key, msg->handler, msg->exec_ns, t.work, msg->speed);
   }
@@ -231,7 +231,7 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
   if (!waits) return Dispatch(st, t, "lost-input");
   // Sent again, as a fresh task, once what it waits for is back.
   t.dispatched = false;
-  dispatcher_.OnDone();
+  dispatcher_.OnDone(t.band);
   return Status::Ok();
 }
 
@@ -253,7 +253,7 @@ Status Manager::RunAgain(ActiveStep& st, TaskRun& t, const char* reason) {
 Status Manager::SendAgain(ActiveStep& st, TaskRun& t, const char* reason) {
   t.done = false;
   --st.done;
-  dispatcher_.AddInFlight();
+  dispatcher_.AddInFlight(t.band);
   return Dispatch(st, t, reason);
 }
 
