@@ -68,14 +68,14 @@ struct HandlerReport {
   int64_t tasks = 0;        // tasks run to completion and reported
   int64_t work = 0;         // floats its tasks read and wrote
   double busy_s = 0;
-  int64_t reused = 0;          // resent tasks whose outputs were in the space already
-  int64_t missing_inputs = 0;  // tasks dropped because an input was gone (late duplicates)
-  int64_t bad_tuples = 0;      // undecodable task tuples, dropped
-  int64_t memory = 0;          // the budget it held to (0: none)
+  int64_t reused = 0;           // resent tasks whose outputs were in the space already
+  int64_t missing_inputs = 0;   // tasks dropped because an input was gone (late duplicates)
+  int64_t bad_tuples = 0;       // undecodable task tuples, dropped
+  int64_t memory = 0;           // the budget it held to (0: none)
   int64_t peak_held_bytes = 0;  // the most it held for one task: inputs, outputs and data
   int64_t refused = 0;          // tasks it would not run: over its budget
-  bool job_finished = false;   // false: it stopped on its token before the job ended
-  double first_task_s = -1;    // from the call's start to its first completed task; -1: none
+  bool job_finished = false;    // false: it stopped on its token before the job ended
+  double first_task_s = -1;     // from the call's start to its first completed task; -1: none
 };
 
 // The options every client of job `job_id`'s space opens it with (SpaceOptions::fenced: the

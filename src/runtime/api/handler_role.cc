@@ -83,8 +83,7 @@ Result<nn::CachedRows> LoadOwnCopy(const std::string& toml, const runtime::Layou
 // handler may take depends on them).
 Result<std::unique_ptr<LocalData>> JoinJob(Space& space, const runtime::Layout& layout,
                                            const std::stop_token& stop,
-                                           std::chrono::milliseconds poll,
-                                           const std::string& cache,
+                                           std::chrono::milliseconds poll, const std::string& cache,
                                            std::vector<TileBand>* bands) {
   std::optional<Tuple> descriptor;
   std::optional<nn::CachedRows> early;  // from the hint
@@ -183,7 +182,8 @@ Result<HandlerReport> RunHandler(Space& space, std::string_view job_id,
   }
   if (ho.memory < 0) return Status::InvalidArgument("handler memory must be >= 0");
   if (options.on_budget) options.on_budget(ho.memory);
-  ho.bands = runtime::BandsFor(bands, ho.memory);
+  ho.size_class = runtime::HandlerSizeClass(bands, ho.memory);
+  ho.size_classes = runtime::SizeClasses(bands);
   std::atomic<int> pouch{options.pouch};
   ho.pouch = &pouch;
   ho.poll = options.poll;

@@ -172,7 +172,7 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       // Budgets that differ: tiles cut in bands, each band's for its budget.
       ACAN_ASSIGN_OR_RETURN(
           effective.partition.tile_bands,
-          runtime::BandsForBudgets(job, job.train.batch, start, budgets, data_bytes));
+          runtime::BandsForBudgets(job, job.train.batch, start, budgets, data_bytes, memory));
     }
     ACAN_ASSIGN_OR_RETURN(runtime::TaskFit fit,
                           runtime::FitTasks(effective, job.train.batch, job.partition.task_size,
@@ -183,10 +183,10 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
       int64_t shares = 0;
       for (const TileBand& b : effective.partition.tile_bands) shares += b.share;
       for (const TileBand& b : effective.partition.tile_bands) {
-        bands += fmt::format("{}tiles of {} for {} ({:.0f}% of each width)",
-                             bands.empty() ? "" : ", ", b.edge,
-                             b.budget > 0 ? HumanBytes(double(b.budget)) : "any budget",
-                             100.0 * double(b.share) / double(shares));
+        bands +=
+            fmt::format("{}tiles of {} for {} ({:.0f}% of each width)", bands.empty() ? "" : ", ",
+                        b.edge, b.budget > 0 ? HumanBytes(double(b.budget)) : "any budget",
+                        100.0 * double(b.share) / double(shares));
       }
       spdlog::info("job '{}': tiles cut in bands: {}", layout.job(), bands);
     } else if (smallest > 0) {

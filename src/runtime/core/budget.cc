@@ -103,8 +103,8 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
         return Status::InvalidArgument(fmt::format(
             "task '{}' of {} needs {} for its inputs and outputs, over the largest tile band's "
             "budget, {} (band {}, tiles of {}), with {} of data and workspace",
-            t.key, WidestLayer(job), HumanBytes(double(TaskHoldBytes(t))), FormatByteSize(b),
-            band, bands[band].edge, HumanBytes(double(data_bytes + WorkspaceBytes(b)))));
+            t.key, WidestLayer(job), HumanBytes(double(TaskHoldBytes(t))), FormatByteSize(b), band,
+            bands[band].edge, HumanBytes(double(data_bytes + WorkspaceBytes(b)))));
       }
     }
     return f;
@@ -138,23 +138,43 @@ int TaskBand(const std::vector<TileBand>& bands, const nn::TaskSpec& task, int64
   return best >= 0 ? best : largest;
 }
 
-std::vector<int> BandsFor(const std::vector<TileBand>& bands, int64_t budget) {
-  std::vector<int> out;
-  int smallest = -1;
-  for (int i = 0; i < int(bands.size()); ++i) {
-    if (bands[i].budget <= 0) return {};
-    if (budget <= 0 || bands[i].budget <= budget) out.push_back(i);
-    if (smallest < 0 || bands[i].budget < bands[smallest].budget) smallest = i;
+namespace {
+
+// The bands' distinct budgets, largest first (empty without budgets).
+std::vector<int64_t> ClassBudgets(const std::vector<TileBand>& bands) {
+  std::vector<int64_t> out;
+  for (const TileBand& b : bands) {
+    if (b.budget <= 0) return {};
+    out.push_back(b.budget);
   }
-  if (out.empty() && smallest >= 0) out.push_back(smallest);
-  std::stable_sort(out.begin(), out.end(),
-                   [&](int a, int b) { return bands[a].budget > bands[b].budget; });
+  std::sort(out.begin(), out.end(), std::greater<>());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+}  // namespace
+
+int SizeClassOf(const std::vector<TileBand>& bands, int band) {
+  if (band < 0 || band >= int(bands.size())) return -1;
+  const std::vector<int64_t> budgets = ClassBudgets(bands);
+  const auto at = std::find(budgets.begin(), budgets.end(), bands[band].budget);
+  return at == budgets.end() ? -1 : int(at - budgets.begin());
+}
+
+int SizeClasses(const std::vector<TileBand>& bands) { return int(ClassBudgets(bands).size()); }
+
+int HandlerSizeClass(const std::vector<TileBand>& bands, int64_t budget) {
+  const std::vector<int64_t> budgets = ClassBudgets(bands);
+  if (budgets.empty() || budget <= 0) return -1;
+  for (size_t c = 0; c < budgets.size(); ++c) {
+    if (budgets[c] <= budget) return int(c);
+  }
+  return int(budgets.size()) - 1;
 }
 
 Result<std::vector<TileBand>> BandsForBudgets(const JobConfig& job, int64_t rows, int64_t start,
                                               const std::vector<int64_t>& budgets,
-                                              int64_t data_bytes) {
+                                              int64_t data_bytes, int64_t manager_budget) {
   if (job.partition.strategy != Strategy::kTiles) return std::vector<TileBand>{};
   std::map<int64_t, int64_t, std::greater<>> handlers;  // budget -> handlers, largest first
   for (int64_t b : budgets) {
@@ -166,7 +186,8 @@ Result<std::vector<TileBand>> BandsForBudgets(const JobConfig& job, int64_t rows
   std::vector<TileBand> bands;
   std::vector<int64_t> count;
   for (const auto& [budget, n] : handlers) {
-    Result<TaskFit> fit = FitTasks(uniform, rows, 0, start, budget, data_bytes);
+    const int64_t cut_for = manager_budget > 0 ? std::min(budget, manager_budget) : budget;
+    Result<TaskFit> fit = FitTasks(uniform, rows, 0, start, cut_for, data_bytes);
     // A budget that holds no tile: the uniform cut for the smallest, which says so.
     if (!fit.ok()) return std::vector<TileBand>{};
     if (!bands.empty() && bands.back().edge == fit->task_size) {

@@ -63,20 +63,28 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
 // width). `budgets` has one entry per handler (0: none). Empty when fewer than two budgets differ,
 // when their edges are the same, or when some task of the cut would fit none of the budgets or
 // the smallest budget's handlers would get no task: the job is then cut uniformly for the
-// smallest (FitTasks). The job's own task_size and tile bands are not looked at.
+// smallest (FitTasks). The job's own task_size and tile bands are not looked at. A manager with a
+// budget (`manager_budget` > 0) applies every shard: no band is cut for more than it (a larger
+// handler budget is cut as that one, and the bands whose tiles are then the same are one, for the
+// smallest of their budgets).
 Result<std::vector<TileBand>> BandsForBudgets(const JobConfig& job, int64_t rows, int64_t start,
                                               const std::vector<int64_t>& budgets,
-                                              int64_t data_bytes);
+                                              int64_t data_bytes, int64_t manager_budget = 0);
 
 // The band whose handlers may run `task` of a job cut in `bands` with budgets: the one with the
 // smallest budget that holds it with `data_bytes` and its workspace (the largest when none does:
 // its handlers refuse it). -1 when the bands have no budgets (or there are none): any handler.
 int TaskBand(const std::vector<TileBand>& bands, const nn::TaskSpec& task, int64_t data_bytes);
 
-// The bands whose tasks a handler with `budget` takes, the largest budget first (the tasks only
-// it can run before those anyone can): every band whose budget is at most its own (all with no
-// budget; the smallest's when its budget is below every band's: it refuses what it cannot hold).
-// Empty when the bands have no budgets.
-std::vector<int> BandsFor(const std::vector<TileBand>& bands, int64_t budget);
+// A band's size class: how many distinct band budgets are larger than its budget (0: the largest
+// budget's). -1 for band -1. A task's class is its band's; its tuple carries it (layout.h).
+int SizeClassOf(const std::vector<TileBand>& bands, int band);
+// How many size classes the bands have (distinct budgets; 0 without budgets).
+int SizeClasses(const std::vector<TileBand>& bands);
+// The first size class a handler with `budget` takes; it takes that class's tasks and every later
+// (smaller) class's: the class of the largest band budget at most its own (the last class when its
+// budget is below every band's: it refuses what it cannot hold). -1: every task (no budget, or
+// bands without budgets).
+int HandlerSizeClass(const std::vector<TileBand>& bands, int64_t budget);
 
 }  // namespace acan::runtime

@@ -24,7 +24,7 @@ StepFlow StepFlow::Build(const nn::Plan* plan, int64_t step, int64_t rows,
     t.spec = std::move(specs[i]);
     if (encode) t.encoded_spec = nn::EncodeTask(t.spec);
     t.work = nn::TaskWork(t.spec);
-    if (!bands.empty()) t.band = TaskBand(bands, t.spec, data_bytes);
+    if (!bands.empty()) t.size_class = SizeClassOf(bands, TaskBand(bands, t.spec, data_bytes));
     for (const std::string& in : t.spec.inputs) {
       if (nn::Plan::IsStateKey(in) || present.count(in)) continue;
       ++t.missing;

@@ -33,15 +33,15 @@ struct StepTask {
   // A copy for a faster handler (runtime/core/straggler.h): sent once at most, looked at from then.
   bool speculated = false;
   Clock::time_point straggler_check_at = Clock::time_point::max();
-  int refusals = 0;  // reports in a row of handlers whose memory would not hold it
-  int band = -1;     // the tile band whose handlers may take it (TaskBand; -1: any handler)
+  int refusals = 0;     // reports in a row of handlers whose memory would not hold it
+  int size_class = -1;  // of a job cut in tile bands with budgets (budget.h); -1: any handler's
 };
 
 struct StepFlow {
   // The tasks of `step` (`rows` rows) from `plan`, each waiting for the tensors it reads that are
   // neither among `inputs` nor shards. `encode`: encode each spec now (for sending later).
-  // `bands`: the job's tile bands, each task's band found with `data_bytes` held by a handler
-  // besides (TaskBand). REQUIRES: `plan` outlives the step.
+  // `bands`: the job's tile bands, each task's size class found with `data_bytes` held by a
+  // handler besides (TaskBand, SizeClassOf). REQUIRES: `plan` outlives the step.
   static StepFlow Build(const nn::Plan* plan, int64_t step, int64_t rows,
                         std::vector<std::string> inputs, bool encode = true,
                         const std::vector<TileBand>& bands = {}, int64_t data_bytes = 0);

@@ -36,17 +36,31 @@ Layout::Layout(std::string job) : job_(std::move(job)), job_key_(Key::Parse(job_
 Key Layout::Make(std::string text) const { return Key::Parse(text).value(); }
 Pattern Layout::MakePattern(std::string text) const { return Pattern::Parse(text).value(); }
 
-Key Layout::Task(nn::TaskType type, std::string_view task_key, int band) const {
-  if (band < 0) return Make(fmt::format("{}.task.{}.{}", job_, nn::ToString(type), task_key));
-  return Make(fmt::format("{}.task.{}.z{}.{}", job_, nn::ToString(type), band, task_key));
+namespace {
+
+// A size class's tokens: one "z" a class, then "b" (class 0: "b" alone).
+std::string ClassTokens(int size_class) {
+  std::string out;
+  for (int i = 0; i < size_class; ++i) out += "z.";
+  return out;
 }
-Pattern Layout::TaskPattern(nn::TaskType type, int band) const {
-  if (band < 0) return MakePattern(fmt::format("{}.task.{}.>", job_, nn::ToString(type)));
-  return MakePattern(fmt::format("{}.task.{}.z{}.>", job_, nn::ToString(type), band));
+
+}  // namespace
+
+Key Layout::Task(nn::TaskType type, std::string_view task_key, int size_class) const {
+  if (size_class < 0) return Make(fmt::format("{}.task.{}.{}", job_, nn::ToString(type), task_key));
+  return Make(fmt::format("{}.task.{}.{}b.{}", job_, nn::ToString(type), ClassTokens(size_class),
+                          task_key));
 }
-Pattern Layout::AnyTaskPattern(int band) const {
-  if (band < 0) return MakePattern(job_ + ".task.>");
-  return MakePattern(fmt::format("{}.task.*.z{}.>", job_, band));
+Pattern Layout::TaskPattern(nn::TaskType type, int size_class, bool exact) const {
+  if (size_class < 0) return MakePattern(fmt::format("{}.task.{}.>", job_, nn::ToString(type)));
+  return MakePattern(fmt::format("{}.task.{}.{}{}>", job_, nn::ToString(type),
+                                 ClassTokens(size_class), exact ? "b." : ""));
+}
+Pattern Layout::AnyTaskPattern(int size_class, bool exact) const {
+  if (size_class < 0) return MakePattern(job_ + ".task.>");
+  return MakePattern(
+      fmt::format("{}.task.*.{}{}>", job_, ClassTokens(size_class), exact ? "b." : ""));
 }
 Key Layout::Tensor(std::string_view key) const { return Make(fmt::format("{}.t.{}", job_, key)); }
 Key Layout::State(std::string_view key, int64_t version) const {
@@ -138,11 +152,17 @@ Result<ParsedKey> Layout::Parse(const Key& key) const {
     if (!type.ok()) return bad(type.status().message());
     p.kind = KeyKind::kTask;
     p.task_type = *type;
-    // A band token (z<band>): no task key's verb is z and a number.
-    const auto band = Tagged(key.token(j + 2), 'z');
-    if (band && n < j + 5) return bad("a task key is <job>.task.<type>.z<band>.<task key>");
-    if (band) p.band = static_cast<int>(*band);
-    p.task_key = Join(key, band ? j + 3 : j + 2, n);
+    // A size class: c tokens "z", then "b" (no task key's verb is z or b).
+    size_t at = j + 2;
+    while (at < n && key.token(at) == "z") ++at;
+    if (at < n && key.token(at) == "b") {
+      p.size_class = static_cast<int>(at - (j + 2));
+      ++at;
+    } else if (at != j + 2) {
+      return bad("a task of a size class is <job>.task.<type>[.z...].b.<task key>");
+    }
+    if (at + 2 > n) return bad("a task key is <job>.task.<type>.<task key>");
+    p.task_key = Join(key, at, n);
     p.step = StepOf(p.task_key);
   } else if (area == "t") {
     p.kind = KeyKind::kTensor;

@@ -4,8 +4,10 @@
 //
 // clang-format off
 //   <job>.task.<type>.<task key>     a task to run (type: forward|activation|loss|backward|update)
-//   <job>.task.<type>.z<band>.<task key>   one of a job whose tiles are cut in bands with
-//                                    budgets: the band whose handlers may run it (budget.h)
+//   <job>.task.<type>.[z.]*b.<task key>   a task of size class c (c tokens "z"): a job cut in
+//                                    tile bands with budgets (budget.h); class 0 the largest
+//                                    budget's. "<type>.z.z.>" is every class from 2 on: what a
+//                                    handler whose budget holds class 2 may run, in one pattern.
 //   <job>.t.<tensor key>             a step's tensor (inputs, activations, gradients, metrics)
 //   <job>.p.<state key>.v<version>   a parameter or velocity shard at a version
 //   <job>.u.<state key>.s<step>      an update's proposed next version, applied by the manager
@@ -67,7 +69,7 @@ struct ParsedKey {
   int64_t step = -1;     // of the task or tensor key, a proposal, a step marker (-1: none)
   int64_t version = -1;  // kState
   int handler = -1;      // kClaim, kAlive, kRestartNotice
-  int band = -1;         // kTask: the tile band whose handlers may take it (-1: any handler)
+  int size_class = -1;   // kTask: its size class (TaskClassOf in budget.h; -1: any handler's)
 };
 
 class Layout {
@@ -76,11 +78,12 @@ class Layout {
   explicit Layout(std::string job);
   const std::string& job() const { return job_; }
 
-  // `band` >= 0: a task for the handlers of that tile band (TaskBand in budget.h), and the
-  // patterns of the tasks of a band; -1: no band (every handler's; the patterns: every task).
-  Key Task(nn::TaskType type, std::string_view task_key, int band = -1) const;
-  Pattern TaskPattern(nn::TaskType type, int band = -1) const;
-  Pattern AnyTaskPattern(int band = -1) const;
+  // `size_class` >= 0: a task of that size class (budget.h: 0 the largest budget's), and the
+  // patterns of the tasks of that class and every later (smaller) one, or with `exact` of that
+  // class alone; -1: no class (any handler's; the patterns: every task).
+  Key Task(nn::TaskType type, std::string_view task_key, int size_class = -1) const;
+  Pattern TaskPattern(nn::TaskType type, int size_class = -1, bool exact = false) const;
+  Pattern AnyTaskPattern(int size_class = -1, bool exact = false) const;
   Key Tensor(std::string_view key) const;
   Key State(std::string_view key, int64_t version) const;
   Pattern StatePattern(std::string_view key) const;

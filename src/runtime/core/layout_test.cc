@@ -19,13 +19,15 @@ TEST(LayoutTest, EveryKeyParsesBackToWhatBuiltIt) {
   EXPECT_EQ(p.task_type, nn::TaskType::kBackward);
   EXPECT_EQ(p.task_key, "bwd.s12.l1.r0.c2");
   EXPECT_EQ(p.step, 12);
-  EXPECT_EQ(p.band, -1);
-  // A task of a tile band: the band apart, the task key as without one.
-  p = parse(layout.Task(nn::TaskType::kBackward, "bwd.s12.l1.r0.c2", 3));
-  EXPECT_EQ(p.kind, KeyKind::kTask);
-  EXPECT_EQ(p.task_key, "bwd.s12.l1.r0.c2");
-  EXPECT_EQ(p.band, 3);
-  EXPECT_EQ(p.step, 12);
+  EXPECT_EQ(p.size_class, -1);
+  // A task of a size class: the class apart, the task key as without one.
+  for (int c : {0, 1, 3}) {
+    p = parse(layout.Task(nn::TaskType::kBackward, "bwd.s12.l1.r0.c2", c));
+    EXPECT_EQ(p.kind, KeyKind::kTask);
+    EXPECT_EQ(p.task_key, "bwd.s12.l1.r0.c2");
+    EXPECT_EQ(p.size_class, c);
+    EXPECT_EQ(p.step, 12);
+  }
 
   p = parse(layout.Tensor("x.s3.c1"));
   EXPECT_EQ(p.kind, KeyKind::kTensor);
@@ -79,17 +81,24 @@ TEST(LayoutTest, PatternsMatchExactlyTheirKeys) {
   EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kUpdate)
                    .Matches(layout.Task(nn::TaskType::kForward, "fwd.s1.l0.r0.c0")));
   EXPECT_TRUE(layout.AnyTaskPattern().Matches(layout.Task(nn::TaskType::kLoss, "loss.s0")));
-  // Bands: a band's patterns match its tasks alone; the patterns without a band match them all.
-  const Key banded = layout.Task(nn::TaskType::kForward, "fwd.s1.l0.r0.c0", 2);
-  EXPECT_EQ(banded.str(), "a.b.task.forward.z2.fwd.s1.l0.r0.c0");
-  EXPECT_TRUE(layout.AnyTaskPattern(2).Matches(banded));
-  EXPECT_TRUE(layout.TaskPattern(nn::TaskType::kForward, 2).Matches(banded));
-  EXPECT_FALSE(layout.AnyTaskPattern(1).Matches(banded));
-  EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kForward, 1).Matches(banded));
-  EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kUpdate, 2).Matches(banded));
-  EXPECT_TRUE(layout.AnyTaskPattern().Matches(banded));
-  EXPECT_TRUE(layout.TaskPattern(nn::TaskType::kForward).Matches(banded));
-  EXPECT_FALSE(layout.AnyTaskPattern(0).Matches(layout.Task(nn::TaskType::kLoss, "loss.s0")));
+  // Size classes: a class's pattern matches its tasks and every later class's, not an earlier
+  // one's; `exact`, its own alone. The patterns without a class match them all.
+  auto task = [&](int c) { return layout.Task(nn::TaskType::kForward, "fwd.s1.l0.r0.c0", c); };
+  EXPECT_EQ(task(2).str(), "a.b.task.forward.z.z.b.fwd.s1.l0.r0.c0");
+  EXPECT_EQ(task(0).str(), "a.b.task.forward.b.fwd.s1.l0.r0.c0");
+  for (int c = 0; c < 4; ++c) {
+    for (int of = 0; of < 4; ++of) {
+      SCOPED_TRACE(testing::Message() << "class " << c << ", pattern of " << of);
+      EXPECT_EQ(layout.AnyTaskPattern(of).Matches(task(c)), c >= of);
+      EXPECT_EQ(layout.TaskPattern(nn::TaskType::kForward, of).Matches(task(c)), c >= of);
+      EXPECT_EQ(layout.AnyTaskPattern(of, true).Matches(task(c)), c == of);
+      EXPECT_EQ(layout.TaskPattern(nn::TaskType::kForward, of, true).Matches(task(c)), c == of);
+      EXPECT_FALSE(layout.TaskPattern(nn::TaskType::kUpdate, of).Matches(task(c)));
+    }
+    EXPECT_TRUE(layout.AnyTaskPattern().Matches(task(c)));
+    EXPECT_TRUE(layout.TaskPattern(nn::TaskType::kForward).Matches(task(c)));
+  }
+  EXPECT_FALSE(layout.AnyTaskPattern(1).Matches(layout.Task(nn::TaskType::kLoss, "loss.s0")));
   EXPECT_TRUE(layout.StatePattern("param.l0.w").Matches(layout.State("param.l0.w", 3)));
   EXPECT_FALSE(layout.StatePattern("param.l0").Matches(layout.State("param.l0.w", 3)));
   EXPECT_TRUE(layout.AllStatesPattern().Matches(layout.State("param.l0.w", 3)));
@@ -110,8 +119,8 @@ TEST(LayoutTest, ForeignAndMalformedKeysAreRefusedByName) {
   for (const char* text :
        {"other.t.x.s1", "job", "job.zzz.q", "job.p.param.l0.w.x3", "job.u.param.l0.w.v3",
         "job.claim.mb.s1.x4", "job.alive.h", "job.alive.h1.h2", "job.step.s", "job.m.other",
-        "job.task.fly.x.s1", "job.done.restarted.hx", "job.task.update",
-        "job.task.update.z2"}) {
+        "job.task.fly.x.s1", "job.done.restarted.hx", "job.task.update", "job.task.update.z.fwd.s1",
+        "job.task.update.z.z.b"}) {
     auto key = Key::Parse(text);
     ASSERT_TRUE(key.ok()) << text;
     auto p = layout.Parse(*key);

@@ -326,9 +326,8 @@ RunSummary ReadRunSummary(const json& v, int version) {
   }
   s.stalls = f.Maybe("stalls",
                      [](const json& a, const std::string& p) { return ListOf(a, p, ReadStall); });
-  s.tile_bands = f.Maybe("tile_bands", [](const json& a, const std::string& p) {
-    return ListOf(a, p, ReadTileBand);
-  });
+  s.tile_bands = f.Maybe(
+      "tile_bands", [](const json& a, const std::string& p) { return ListOf(a, p, ReadTileBand); });
 
   s.test_rows = f.Maybe("test_rows", Int);
   s.test_loss = f.MaybeNull("test_loss");

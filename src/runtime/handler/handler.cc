@@ -27,12 +27,12 @@ Handler::Handler(Space* space, Layout layout, HandlerSettings options, HandlerSt
   stats_->memory_budget.store(options_.memory);
 }
 
-std::vector<Pattern> Handler::Patterns() const {
+std::vector<Pattern> Handler::Patterns(bool exact) const {
   std::vector<Pattern> out;
-  for (int band : options_.bands.empty() ? std::vector<int>{-1} : options_.bands) {
-    if (options_.capabilities.empty()) out.push_back(layout_.AnyTaskPattern(band));
-    for (nn::TaskType t : options_.capabilities) out.push_back(layout_.TaskPattern(t, band));
-  }
+  const int c = options_.size_class;
+  if (exact && (c < 0 || c + 1 >= options_.size_classes)) return out;  // nothing to prefer
+  if (options_.capabilities.empty()) out.push_back(layout_.AnyTaskPattern(c, exact));
+  for (nn::TaskType t : options_.capabilities) out.push_back(layout_.TaskPattern(t, c, exact));
   return out;
 }
 
@@ -61,7 +61,11 @@ Status Handler::Announce() {
 }
 
 void Handler::Run(const std::atomic<bool>& stop) {
-  const std::vector<Pattern> patterns = Patterns();
+  const std::vector<Pattern> patterns = Patterns(false);
+  // A handler of a job cut in tile bands: its own size class first (tasks only its budget and
+  // larger ones hold), looked at without waiting, then every class it holds (a wait on one
+  // pattern).
+  const std::vector<Pattern> preferred = Patterns(true);
   size_t next = 0;
   Clock::time_point next_until_check = env_->Now();
   while (!stop.load(std::memory_order_relaxed)) {
@@ -70,12 +74,14 @@ void Handler::Run(const std::atomic<bool>& stop) {
     // block briefly on the next one, so no type starves.
     Result<std::vector<Tuple>> got = Status::Timeout("");
     const Clock::time_point waiting_since = env_->Now();
-    if (patterns.size() == 1) {
+    for (size_t i = 0; i < preferred.size() && !got.ok(); ++i) {
+      got = space_->Take(preferred[i], pouch, Deadline::Now());
+    }
+    if (got.ok()) {
+      // Its own class's tasks.
+    } else if (patterns.size() == 1) {
       got = space_->Take(patterns[0], pouch, Deadline::After(options_.poll));
     } else {
-      // Bands: the first pattern first (the tasks only this handler's budget holds before those
-      // any can run); types: each in turn.
-      if (!options_.bands.empty()) next = 0;
       for (size_t i = 0; i < patterns.size() && !got.ok(); ++i) {
         got = space_->Take(patterns[(next + i) % patterns.size()], pouch, Deadline::Now());
       }

@@ -82,8 +82,11 @@ struct HandlerSettings {
   // outputs, with `data_bytes`, would pass it is refused (reported to the manager with why), never
   // run into an out-of-memory death.
   int64_t memory = 0;
-  // The tile bands whose tasks it takes, the first first (BandsFor); empty: every task.
-  std::vector<int> bands;
+  // A job cut in tile bands with budgets: the first size class it takes (HandlerSizeClass: it takes
+  // that class's tasks and every later one's, its own first), and how many the job has. -1: every
+  // task.
+  int size_class = -1;
+  int size_classes = 0;
   // Bytes this handler holds whatever the task: the data set it makes its inputs from.
   int64_t data_bytes = 0;
 };
@@ -131,7 +134,9 @@ class Handler {
   bool AlreadyDone(const TaskMessage& task);
   // Puts a claim on `task_key` lasting `lease` (replacing this handler's previous one).
   Status PutClaim(const Key& claim_key, std::chrono::nanoseconds lease, bool replace);
-  std::vector<Pattern> Patterns() const;
+  // The patterns of the tasks it takes; `exact`: of its own size class alone, when it takes a
+  // later one too (else none).
+  std::vector<Pattern> Patterns(bool exact) const;
 
   Space* space_;
   Layout layout_;

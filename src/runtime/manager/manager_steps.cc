@@ -58,9 +58,9 @@ Status Manager::Admit(int64_t step) {
       ACAN_RETURN_IF_ERROR(space_->Put(layout_.Tensor(key), Value::FromVector(std::move(tensor))));
     }
   }
-  ActiveStep& st = active_[step] = StepFlow::Build(plan_, step, rows, std::move(inputs), true,
-                                                      job_->partition.tile_bands,
-                                                      options_.handler_data_bytes);
+  ActiveStep& st = active_[step] =
+      StepFlow::Build(plan_, step, rows, std::move(inputs), true, job_->partition.tile_bands,
+                      options_.handler_data_bytes);
   for (size_t i = 0; i < st.tasks.size(); ++i) task_index_[st.tasks[i].spec.key] = {step, i};
   if (recovering) ACAN_RETURN_IF_ERROR(Recover(st));
   for (size_t i = 0; i < st.tasks.size(); ++i) {
@@ -89,12 +89,12 @@ Status Manager::Recover(ActiveStep& st) {
       ACAN_ASSIGN_OR_RETURN(const bool there, space_->Contains(layout_.Output(out, st.step)));
       done = done && there;
     }
-    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key, t.band).str()) > 0;
+    bool held = queued.count(layout_.Task(t.spec.type, t.spec.key, t.size_class).str()) > 0;
     if (!done && !held) {  // a live handler may be running it right now
       ACAN_ASSIGN_OR_RETURN(ClaimState claim, liveness_.ClaimOf(t.spec.key));
       held = claim == ClaimState::kAlive;
     }
-    if (watch_.OnRecovered(t, done, held, env_->Now())) dispatcher_.AddInFlight(t.band);
+    if (watch_.OnRecovered(t, done, held, env_->Now())) dispatcher_.AddInFlight(t.size_class);
   }
   for (TaskRun& t : st.tasks) {
     if (!t.done) continue;
@@ -185,9 +185,9 @@ Status Manager::CleanupLeftStep() {
   const int64_t step = progress_.next_step - 1;
   if (step < 0) return Status::Ok();
   const int64_t rows = batcher_->BatchRows(step);
-  return CleanupStep(
-      StepFlow::Build(plan_, step, rows, plan_->StepInputKeys(step, rows), /*encode=*/false,
-                      job_->partition.tile_bands, options_.handler_data_bytes));
+  return CleanupStep(StepFlow::Build(plan_, step, rows, plan_->StepInputKeys(step, rows),
+                                     /*encode=*/false, job_->partition.tile_bands,
+                                     options_.handler_data_bytes));
 }
 
 Status Manager::FinalizeSteps() {

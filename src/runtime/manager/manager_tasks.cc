@@ -26,7 +26,7 @@ Status Manager::Dispatch(ActiveStep& st, TaskRun& t, const char* reason) {
   if (reason == nullptr) {
     t.dispatched = true;  // owned by the pouch from now on, sent or held back
     const TaskRef ref{st.step, static_cast<size_t>(&t - st.tasks.data())};
-    if (!dispatcher_.Offer(ref, controller_.pouch(), t.band)) return Status::Ok();
+    if (!dispatcher_.Offer(ref, controller_.pouch(), t.size_class)) return Status::Ok();
   }
   return Send(st, t, reason);
 }
@@ -88,7 +88,7 @@ Status Manager::Send(ActiveStep& st, TaskRun& t, const char* reason, bool specul
                               fmt::format(R"({{"reason":"{}","attempt":{}}})", reason, t.attempt));
     }
   }
-  return space_->Put(layout_.Task(t.spec.type, t.spec.key, t.band),
+  return space_->Put(layout_.Task(t.spec.type, t.spec.key, t.size_class),
                      EncodeTaskMessage(t.attempt, input_keys, t.encoded_spec,
                                        std::chrono::nanoseconds(timeout).count()));
 }
@@ -151,7 +151,7 @@ Status Manager::OnDone(const Tuple& tuple) {
   TaskRun& t = *in_flight;
   t.done = true;
   ++st.done;
-  dispatcher_.OnDone(t.band);
+  dispatcher_.OnDone(t.size_class);
   if (options_.on_task_done) {
     options_.on_task_done(t.spec.key, msg->handler, msg->exec_ns, t.work, msg->speed);
   }
@@ -231,7 +231,7 @@ Status Manager::OnMissingInputs(ActiveStep& st, TaskRun& t, const std::vector<st
   if (!waits) return Dispatch(st, t, "lost-input");
   // Sent again, as a fresh task, once what it waits for is back.
   t.dispatched = false;
-  dispatcher_.OnDone(t.band);
+  dispatcher_.OnDone(t.size_class);
   return Status::Ok();
 }
 
@@ -253,7 +253,7 @@ Status Manager::RunAgain(ActiveStep& st, TaskRun& t, const char* reason) {
 Status Manager::SendAgain(ActiveStep& st, TaskRun& t, const char* reason) {
   t.done = false;
   --st.done;
-  dispatcher_.AddInFlight(t.band);
+  dispatcher_.AddInFlight(t.size_class);
   return Dispatch(st, t, reason);
 }
 
@@ -286,7 +286,8 @@ Status Manager::CheckClaimsNow() {
 Status Manager::LookUp(Look look, const TaskRun& t, Seen* seen) {
   switch (look) {
     case Look::kQueued: {
-      ACAN_ASSIGN_OR_RETURN(auto queued, space_->Read(layout_.Task(t.spec.type, t.spec.key, t.band)));
+      ACAN_ASSIGN_OR_RETURN(auto queued,
+                            space_->Read(layout_.Task(t.spec.type, t.spec.key, t.size_class)));
       seen->queued = queued.has_value();
       return Status::Ok();
     }

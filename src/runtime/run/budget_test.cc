@@ -46,8 +46,8 @@ TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheRefe
   o.handlers = 3;
   o.handler_memory = {2 * kMiB, 3 * kMiB, 4 * kMiB};  // budgets that differ, all under the layer
   // The manager within one too: no probe (it holds every shard), versions hashed as the audit
-  // records them, the heap trimmed once a step.
-  o.manager_memory = 2 * kMiB;
+  // records them, the heap trimmed once a step. It applies every shard: no band is cut for more.
+  o.manager_memory = 4 * kMiB;
   auto r = RunWatched(job, data, init, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->progress.total_steps, 20);
@@ -101,10 +101,31 @@ TEST(MemoryBudgetTest, OneBudgetForAllCutsUniformTiles) {
   ASSERT_EQ(bands->size(), 2u);
   EXPECT_EQ((*bands)[1].share, 836);
   EXPECT_EQ((*bands)[0].share, 1024 - 836);
-  EXPECT_EQ(BandsFor(*bands, 4 * kMiB), (std::vector<int>{0, 1}));
-  EXPECT_EQ(BandsFor(*bands, 0), (std::vector<int>{0, 1}));
-  EXPECT_EQ(BandsFor(*bands, 3 * kMiB), (std::vector<int>{1}));
-  EXPECT_EQ(BandsFor(*bands, kMiB), (std::vector<int>{1})) << "below every band: the smallest's";
+  EXPECT_EQ(SizeClasses(*bands), 2);
+  EXPECT_EQ(SizeClassOf(*bands, 0), 0);
+  EXPECT_EQ(SizeClassOf(*bands, 1), 1);
+  EXPECT_EQ(HandlerSizeClass(*bands, 4 * kMiB), 0) << "both classes";
+  EXPECT_EQ(HandlerSizeClass(*bands, 0), -1) << "no budget: every task";
+  EXPECT_EQ(HandlerSizeClass(*bands, 3 * kMiB), 1);
+  EXPECT_EQ(HandlerSizeClass(*bands, kMiB), 1) << "below every band: the smallest's";
+  // Bands given out of order: classes follow the budgets, not the bands' places.
+  const std::vector<TileBand> mixed = {{8, 1, 2 * kMiB}, {16, 1, 4 * kMiB}, {12, 1, 2 * kMiB}};
+  EXPECT_EQ(SizeClasses(mixed), 2);
+  EXPECT_EQ(SizeClassOf(mixed, 0), 1);
+  EXPECT_EQ(SizeClassOf(mixed, 1), 0);
+  EXPECT_EQ(SizeClassOf(mixed, 2), 1);
+  // A manager within 3 MiB: the 4 MiB handlers' tiles cut as for 3 MiB; with the 2 MiB ones, two
+  // bands still, the first for 3 MiB handlers' tiles and taken by 4 MiB ones.
+  auto capped = BandsForBudgets(job, 16, 512, {2 * kMiB, 4 * kMiB}, 0, 3 * kMiB);
+  auto at3 = BandsForBudgets(job, 16, 512, {2 * kMiB, 3 * kMiB}, 0);
+  ASSERT_TRUE(capped.ok() && at3.ok());
+  ASSERT_EQ(capped->size(), 2u);
+  EXPECT_EQ((*capped)[0].edge, (*at3)[0].edge);
+  EXPECT_EQ((*capped)[0].budget, 4 * kMiB);
+  // A manager within the smallest: one cut for all.
+  capped = BandsForBudgets(job, 16, 512, {2 * kMiB, 4 * kMiB}, 0, 2 * kMiB);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_TRUE(capped->empty());
   // A budget that holds no tile at all: no bands; the uniform cut then refuses it, naming it.
   bands = BandsForBudgets(job, 16, 512, {64 * 1024, 4 * kMiB}, 0);
   ASSERT_TRUE(bands.ok());

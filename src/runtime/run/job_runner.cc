@@ -90,7 +90,8 @@ Result<RunResult> RunJob(const JobConfig& given, const nn::Dataset& data, const 
       for (int h = 0; h < options.handlers && !options.handler_memory.empty(); ++h)
         budgets.push_back(options.handler_memory[h % options.handler_memory.size()]);
       ACAN_ASSIGN_OR_RETURN(job.partition.tile_bands,
-                            BandsForBudgets(job, job.train.batch, start, budgets, /*data=*/0));
+                            BandsForBudgets(job, job.train.batch, start, budgets, /*data=*/0,
+                                            options.manager_memory));
     }
     if (smallest > 0 || (tiles && fixed == 0 && options.adapt_task_size)) {
       ACAN_ASSIGN_OR_RETURN(TaskFit fit,
@@ -118,7 +119,8 @@ Result<RunResult> RunJob(const JobConfig& given, const nn::Dataset& data, const 
     ho.buffers = buffers;
     if (!options.handler_memory.empty())
       ho.memory = options.handler_memory[h % options.handler_memory.size()];
-    ho.bands = BandsFor(job.partition.tile_bands, ho.memory);
+    ho.size_class = HandlerSizeClass(job.partition.tile_bands, ho.memory);
+    ho.size_classes = SizeClasses(job.partition.tile_bands);
     if (hooks.crash_in_task_every > 0) {
       crash_in_task.push_back(std::make_unique<CrashInTask>(hooks.crash_in_task_every));
     }

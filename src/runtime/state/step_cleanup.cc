@@ -17,7 +17,7 @@ Status RemoveStep(Space* space, const Layout& layout, const StepFlow& st, bool i
     for (const std::string& k : st.inputs) drop(layout.Tensor(k));
   }
   for (const StepTask& t : st.tasks) {
-    drop(layout.Task(t.spec.type, t.spec.key, t.band));
+    drop(layout.Task(t.spec.type, t.spec.key, t.size_class));
     drop(layout.ClaimPattern(t.spec.key));
     for (const std::string& out : t.spec.outputs) drop(layout.Output(out, st.step));
   }
