@@ -1,11 +1,14 @@
-// Memory budgets in process: a tiles job cut so that every task fits the smallest handler budget,
-// each handler holding at most its own (counted: each task's inputs and outputs), the weights
-// bitwise the reference trainer's at the task size the run chose; a budget nothing fits, refused
-// at start; a handler refusing a task over its budget instead of running it.
+// Memory budgets in process: a tiles job cut in bands for handler budgets that differ (one cut for
+// one budget), each handler holding at most its own (counted: each task's inputs and outputs) and
+// given no task over it, the weights bitwise the reference trainer's at the cut the run chose,
+// under crashes too; a budget nothing fits, refused at start; a handler refusing a task over its
+// budget instead of running it.
 #include "runtime/core/budget.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "acan/space.h"
@@ -84,6 +87,37 @@ TEST(MemoryBudgetTest, EachHandlerHoldsAtMostItsOwnBudgetAndTheWeightsAreTheRefe
   EXPECT_LE(r->handlers[0].peak_held_bytes, small_room);
   EXPECT_GT(r->handlers[2].peak_held_bytes, small_room)
       << "the largest budget ran tiles the smallest could not hold";
+  EXPECT_EQ(nn::ModelSha256(r->model), ReferenceAt(cut, data, init, -1));
+}
+
+// Tiles cut in bands under crashes: the manager and the handlers killed at seeded points (each
+// handler's tasks of its own class lost with it), the weights still bitwise the reference's at the
+// bands, exactly once by the oracle, no task given to a handler over its budget.
+TEST(MemoryBudgetTest, BandsUnderCrashesAreBitwiseTheReferences) {
+  const Wide wide;
+  const auto& [job, data, init] = wide;
+  const char* env = std::getenv("ACAN_FAULT_SEED");
+  const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 3;
+  SCOPED_TRACE(fmt::format("seed {} (ACAN_FAULT_SEED={} replays it)", seed, seed));
+  RunOptions o;
+  o.handlers = 3;
+  o.handler_memory = {2 * kMiB, 3 * kMiB, 4 * kMiB};
+  o.manager_memory = 4 * kMiB;
+  o.standby = true;
+  // Within the first 400 writes of each incarnation: every process dies at least once.
+  auto r = RunWatched(job, data, init, o, RunHooks::SeededCrashes(seed, 400, 400, 2));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tile_bands.size(), 3u);
+  int64_t crashes = r->manager_crashes;
+  for (const HandlerFigures& h : r->handlers) {
+    crashes += h.crashes;
+    EXPECT_EQ(h.refused, 0) << "handler " << h.id;
+    EXPECT_LE(h.peak_held_bytes, h.memory_budget) << "handler " << h.id;
+  }
+  EXPECT_GT(r->manager_crashes, 0);
+  EXPECT_GT(crashes, r->manager_crashes) << "handlers crashed too";
+  JobConfig cut = job;
+  cut.partition.tile_bands = r->tile_bands;
   EXPECT_EQ(nn::ModelSha256(r->model), ReferenceAt(cut, data, init, -1));
 }
 
