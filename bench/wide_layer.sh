@@ -65,14 +65,21 @@ echo "== raw libnats, 1 MiB put+take pairs"
 raw=$(sed -n 's/^1048576 B values: raw libnats \([0-9.]*\) pairs.*/\1/p' "$work/space.txt")
 echo "$raw pairs a second"
 
+# across NAME JOB: JOB over nats:local with 4 handler processes into $work/NAME, its log in
+# $work/NAME.log and its processes' peaks in $work/NAME.peaks.
+across() {
+  ACAN_LOG_LEVEL=info "$acan" train "$2" --space nats:local --processes 4 --out "$work/$1" \
+    > "$work/$1.log" 2>&1 &
+  local run=$!
+  pids+=("$run")
+  peaks "$run" "$work/$1.peaks"
+  wait "$run" || { tail -20 "$work/$1.log" >&2; exit 1; }
+}
+
 if [[ "$quick" == --differ ]]; then
   sed -i 's/^handler_memory = .*/handler_memory = ["8MiB", "16MiB", "16MiB", "32MiB"]/' "$work/wide.toml"
   echo "== handlers at 8, 16, 16 and 32 MiB: tiles cut in bands for their budgets"
-  ACAN_LOG_LEVEL=info "$acan" train "$work/wide.toml" --space nats:local --processes 4 \
-    --out "$work/bands" > "$work/bands.log" 2>&1 &
-  run=$!; pids+=("$run")
-  peaks "$run" "$work/bands.peaks"
-  wait "$run" || { tail -20 "$work/bands.log" >&2; exit 1; }
+  across bands "$work/wide.toml"
   grep -m1 -o "tiles cut in bands: .*" "$work/bands.log" || true
   read -r small_edge bands < <(/usr/bin/python3 - "$work/bands/summary.json" <<'PY'
 import json, sys
@@ -83,11 +90,7 @@ PY
 )
   echo "== the same budgets, tiles of $small_edge for all (the uniform cut for the smallest)"
   sed "s/^task_size = 0/task_size = $small_edge/" "$work/wide.toml" > "$work/uniform.toml"
-  ACAN_LOG_LEVEL=info "$acan" train "$work/uniform.toml" --space nats:local --processes 4 \
-    --out "$work/uniform" > "$work/uniform.log" 2>&1 &
-  run=$!; pids+=("$run")
-  peaks "$run" "$work/uniform.peaks"
-  wait "$run" || { tail -20 "$work/uniform.log" >&2; exit 1; }
+  across uniform "$work/uniform.toml"
   echo "== in process at the same bands, no budgets"
   sed "s/^task_size = 0/$bands/; /^handler_memory/d; /^manager_memory/d" "$work/wide.toml" \
     > "$work/mem.toml"
@@ -121,11 +124,7 @@ PY
 fi
 
 echo "== layers [1024, $width, $width, 10], 4 handler processes and the managers at $budget, nats:local"
-ACAN_LOG_LEVEL=info "$acan" train "$work/wide.toml" --space nats:local --processes 4 \
-  --out "$work/nats" > "$work/nats.log" 2>&1 &
-run=$!; pids+=("$run")
-peaks "$run" "$work/nats.peaks"
-wait "$run" || { tail -20 "$work/nats.log" >&2; exit 1; }
+across nats "$work/wide.toml"
 edge=$(grep -m1 -o "tiles of [0-9]*" "$work/nats.log" | grep -o "[0-9]*$")
 echo "tiles of $edge; handlers peaked at $(spread "$work/nats.peaks" handler) kB," \
   "managers at $(spread "$work/nats.peaks" manager) kB"

@@ -351,8 +351,11 @@ void AddHandlerCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--memory", a->memory,
                   "What it may hold of acan's data (tensors, task inputs and outputs, its copy of "
-                  "the data), e.g. 16MiB: a task over it is refused with why and sent to another "
-                  "handler (default: the job's [runtime] handler_memory for this id, else none)");
+                  "the data), e.g. 16MiB. Announced as it starts: a tiles job made after that is "
+                  "cut to fit the budgets announced (in bands when they differ), and it takes "
+                  "only the tasks its budget holds; a task over it is still refused with why and "
+                  "sent to another handler (default: the job's [runtime] handler_memory for this "
+                  "id, else none)");
   cmd->callback([a, exit_code] { *exit_code = RunHandlerCommand(*a); });
 }
 

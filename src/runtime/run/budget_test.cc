@@ -212,6 +212,24 @@ TEST(MemoryBudgetTest, ABudgetNoTaskFitsIsRefusedAtStartNamingTheLayer) {
       << r.status().message();
 }
 
+// Bands a job file gives, with budgets: each task is checked against its own band's budget, and a
+// band whose tiles its budget cannot hold is refused naming the task, the band and the budget.
+TEST(MemoryBudgetTest, BandsAJobGivesAreCheckedAgainstTheirOwnBudgets) {
+  JobConfig job = WideJob();
+  job.partition.tile_bands = {{256, 1, 4 * kMiB}, {128, 3, 2 * kMiB}};
+  auto fit = FitTasks(job, 16, 0, 512, 2 * kMiB, 0);
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  EXPECT_EQ(fit->task_size, 128);
+  job.partition.tile_bands[0].edge = 1024;  // tiles of 4 MiB: no 4 MiB handler holds their tasks
+  fit = FitTasks(job, 16, 0, 512, 2 * kMiB, 0);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_EQ(fit.status().code(), StatusCode::kInvalidArgument);
+  const std::string& m = fit.status().message();
+  EXPECT_NE(m.find("band 0, tiles of 1024"), std::string::npos) << m;
+  EXPECT_NE(m.find("4MiB"), std::string::npos) << m;
+  EXPECT_NE(m.find("task '"), std::string::npos) << m;
+}
+
 TEST(MemoryBudgetTest, AHandlerRefusesATaskOverItsBudgetAndSaysWhy) {
   const JobConfig job = WideJob();
   nn::Plan plan = *nn::Plan::Create(job, 512, 160);
