@@ -11,7 +11,8 @@
 // layers.<i>.bias, and with momentum `mom.l<i>.w|b` holds the velocity. The tiles strategy shards
 // each tensor by its tiles instead (`param.l<i>.w.r<r>.c<c>`, a bias by its row blocks
 // `param.l<i>.b.r<r>`), so that no task, and no process, needs a whole layer: its shards, and so
-// its keys, follow the task size, which is then fixed for a run. These keys are step-free: the
+// its keys, follow the task size (or the job's tile bands, whose tiles differ in size: Cuts),
+// which is then fixed for a run. These keys are step-free: the
 // runtime versions them (version = updates applied);
 // a step-s task that reads `param.*` reads version s (W = 1), and the step's update task for a
 // shard reads version s and writes version s + 1 under the same key. Every other key is scoped
