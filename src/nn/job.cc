@@ -189,9 +189,7 @@ class Section {
                         (name == "budget" ? "a size such as \"16MiB\"" : "an integer"));
         } else {
           return At(v, key,
-                    band + ": unknown key \"" + name +
-                        "\" (a band has edge, share "
-                        "and budget)");
+                    band + ": unknown key \"" + name + "\" (a band has edge, share and budget)");
         }
       }
       if (b.edge < 1) return At(e, key, band + ": edge must be >= 1");

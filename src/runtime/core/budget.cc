@@ -62,6 +62,32 @@ std::string WidestLayer(const JobConfig& job) {
                      HumanBytes(4.0 * double(w[best]) * double(w[best + 1])));
 }
 
+// Every task of a job cut in tile bands with budgets within its band's budget (TaskBand): the
+// number of tasks of the band with the smallest budget, or InvalidArgument naming a task that
+// fits none.
+Result<int64_t> TasksInTheirBands(const JobConfig& job, int64_t rows, int64_t data_bytes) {
+  const auto& bands = job.partition.tile_bands;
+  int smallest = 0;
+  for (int i = 1; i < int(bands.size()); ++i) {
+    if (bands[i].budget < bands[smallest].budget) smallest = i;
+  }
+  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
+  int64_t in_smallest = 0;
+  for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
+    const int band = TaskBand(bands, t, data_bytes);
+    const int64_t b = bands[band].budget;
+    if (TaskHoldBytes(t) + data_bytes + WorkspaceBytes(b) > b) {
+      return Status::InvalidArgument(fmt::format(
+          "task '{}' of {} needs {} for its inputs and outputs, over the largest tile band's "
+          "budget, {} (band {}, tiles of {}), with {} of data and workspace",
+          t.key, WidestLayer(job), HumanBytes(double(TaskHoldBytes(t))), FormatByteSize(b), band,
+          bands[band].edge, HumanBytes(double(data_bytes + WorkspaceBytes(b)))));
+    }
+    in_smallest += bands[band].budget == bands[smallest].budget;
+  }
+  return in_smallest;
+}
+
 }  // namespace
 
 Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, int64_t start,
@@ -95,18 +121,7 @@ Result<TaskFit> FitTasks(const JobConfig& job, int64_t rows, int64_t task_size, 
       if (fits(f)) return f;
       return too_small(f, "as its tile bands cut it");
     }
-    ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(job));
-    for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
-      const int band = TaskBand(bands, t, data_bytes);
-      const int64_t b = bands[band].budget;
-      if (TaskHoldBytes(t) + data_bytes + WorkspaceBytes(b) > b) {
-        return Status::InvalidArgument(fmt::format(
-            "task '{}' of {} needs {} for its inputs and outputs, over the largest tile band's "
-            "budget, {} (band {}, tiles of {}), with {} of data and workspace",
-            t.key, WidestLayer(job), HumanBytes(double(TaskHoldBytes(t))), FormatByteSize(b), band,
-            bands[band].edge, HumanBytes(double(data_bytes + WorkspaceBytes(b)))));
-      }
-    }
+    ACAN_RETURN_IF_ERROR(TasksInTheirBands(job, rows, data_bytes).status());
     return f;
   }
   if (!tiles || task_size > 0 || budget <= 0) {
@@ -214,16 +229,8 @@ Result<std::vector<TileBand>> BandsForBudgets(const JobConfig& job, int64_t rows
   // Every task of the cut must fit a band, and the smallest budget's handlers must get some.
   JobConfig cut = uniform;
   cut.partition.tile_bands = bands;
-  ACAN_ASSIGN_OR_RETURN(nn::Plan plan, nn::Plan::Create(cut));
-  bool smallest_has_work = false;
-  for (const nn::TaskSpec& t : plan.StepTasks(0, rows)) {
-    const int band = TaskBand(bands, t, data_bytes);
-    if (TaskHoldBytes(t) + data_bytes + WorkspaceBytes(bands[band].budget) > bands[band].budget) {
-      return std::vector<TileBand>{};
-    }
-    smallest_has_work = smallest_has_work || band == int(bands.size()) - 1;
-  }
-  if (!smallest_has_work) return std::vector<TileBand>{};
+  Result<int64_t> in_smallest = TasksInTheirBands(cut, rows, data_bytes);
+  if (!in_smallest.ok() || *in_smallest == 0) return std::vector<TileBand>{};
   return bands;
 }
 

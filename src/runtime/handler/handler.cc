@@ -77,11 +77,9 @@ void Handler::Run(const std::atomic<bool>& stop) {
     for (size_t i = 0; i < preferred.size() && !got.ok(); ++i) {
       got = space_->Take(preferred[i], pouch, Deadline::Now());
     }
-    if (got.ok()) {
-      // Its own class's tasks.
-    } else if (patterns.size() == 1) {
+    if (!got.ok() && patterns.size() == 1) {
       got = space_->Take(patterns[0], pouch, Deadline::After(options_.poll));
-    } else {
+    } else if (!got.ok()) {
       for (size_t i = 0; i < patterns.size() && !got.ok(); ++i) {
         got = space_->Take(patterns[(next + i) % patterns.size()], pouch, Deadline::Now());
       }
