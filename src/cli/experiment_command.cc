@@ -86,8 +86,9 @@ void AddExperimentCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--quick", args->quick,
                 "A shorter run: fewer speed changes (adaptivity), the harsh regime alone and "
                 "fewer samples (robustness; the full run adds the note's regime, a crash round "
-                "every 5 s). Measured here on 2026-12-06: adaptivity 45-70 s, robustness 7-10 s, "
-                "--processes 3 30-37 s; feasibility, under a second, runs as it is");
+                "every 5 s). Measured here: adaptivity 43-53 s, 84 s with a core loaded "
+                "(2026-12-07), robustness 7-10 s, --processes 3 30-37 s (2026-12-06); "
+                "feasibility, under a second, runs as it is");
   cmd->add_option("--processes", args->processes,
                   "robustness with real faults: this many handler processes and the manager, "
                   "killed with SIGKILL and started again (over --space)")
