@@ -43,8 +43,46 @@ ACAN_EXPORT Result<DataSource> ParseDataSource(std::string_view name);
 ACAN_EXPORT Result<Strategy> ParseStrategy(std::string_view name);
 ACAN_EXPORT Result<InputScale> ParseInputScale(std::string_view name);
 
+// A layer of the list form of a model ([[model.layer]] tables, in order), with PyTorch's names
+// for its parameters: conv2d (in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+// bias = true), max_pool2d and avg_pool2d (kernel_size, stride = kernel_size, padding = 0),
+// flatten, linear (in_features, out_features, bias = true), relu, tanh, sigmoid, dropout (p = 0.5).
+enum class LayerType {
+  kConv2d,
+  kMaxPool2d,
+  kAvgPool2d,
+  kFlatten,
+  kLinear,
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kDropout
+};
+ACAN_EXPORT std::string_view ToString(LayerType t);
+ACAN_EXPORT Result<LayerType> ParseLayerType(std::string_view name);
+
+struct LayerConfig {
+  LayerType type = LayerType::kLinear;
+  int64_t in = 0;                      // linear: in_features; conv2d: in_channels
+  int64_t out = 0;                     // linear: out_features; conv2d: out_channels
+  int64_t kernel_h = 0, kernel_w = 0;  // conv2d, pools: kernel_size (an integer or [h, w])
+  int64_t stride = 0;                  // conv2d: 1 when 0; pools: kernel_size when 0
+  int64_t padding = 0;
+  bool bias = true;  // conv2d, linear
+  double p = 0.5;    // dropout: the probability of dropping a unit, in [0, 1)
+  bool operator==(const LayerConfig&) const = default;
+};
+
 struct ModelConfig {
   std::vector<int64_t> layers = {44, 44, 1};  // widths: input, hidden..., output
+  // The list form, [[model.layer]] (empty: the widths above). A list that is a stack of linear
+  // layers with one activation between them (after an optional flatten) is trained as those
+  // widths and that activation; others (convolutions, pooling, dropout) are checked, and not yet
+  // trained (issue 45). `layers` then holds the list's input and output widths, flattened.
+  std::vector<LayerConfig> layer;
+  // One sample's shape, [features] or [channels, height, width]; empty: the data set's
+  // (fashion-mnist: [1, 28, 28]; the first linear layer's in_features otherwise).
+  std::vector<int64_t> input_shape;
   Activation activation = Activation::kTanh;
   LossKind loss = LossKind::kMse;
   // "xavier_uniform" | "kaiming_uniform" | "zeros", or a path to a .safetensors file (relative

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/byte_size.h"
+#include "nn/layers.h"
 #include "nn/read_file.h"
 
 namespace acan {
@@ -32,6 +33,16 @@ constexpr std::pair<std::string_view, Activation> kActivations[] = {
     {"tanh", Activation::kTanh},
     {"sigmoid", Activation::kSigmoid},
     {"identity", Activation::kIdentity}};
+constexpr std::pair<std::string_view, LayerType> kLayerTypes[] = {
+    {"conv2d", LayerType::kConv2d},
+    {"max_pool2d", LayerType::kMaxPool2d},
+    {"avg_pool2d", LayerType::kAvgPool2d},
+    {"flatten", LayerType::kFlatten},
+    {"linear", LayerType::kLinear},
+    {"relu", LayerType::kRelu},
+    {"tanh", LayerType::kTanh},
+    {"sigmoid", LayerType::kSigmoid},
+    {"dropout", LayerType::kDropout}};
 constexpr std::pair<std::string_view, LossKind> kLosses[] = {
     {"mse", LossKind::kMse}, {"softmax_cross_entropy", LossKind::kSoftmaxCrossEntropy}};
 constexpr std::pair<std::string_view, DataSource> kSources[] = {
@@ -199,6 +210,82 @@ class Section {
     }
     return Status::Ok();
   }
+  // A kernel's size: an integer (square) or [height, width].
+  Status KernelSize(const char* key, int64_t* h, int64_t* w) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    constexpr const char* kForm = "an integer or [height, width]";
+    if (n->is_integer()) {
+      *h = *w = n->as_integer()->get();
+      return Status::Ok();
+    }
+    const toml::array* a = n->as_array();
+    if (a == nullptr || a->size() != 2 || !(*a)[0].is_integer() || !(*a)[1].is_integer()) {
+      return WrongType(key, *n, kForm);
+    }
+    *h = (*a)[0].as_integer()->get();
+    *w = (*a)[1].as_integer()->get();
+    return Status::Ok();
+  }
+  // [[model.layer]]: an array of tables, each a layer with its type's keys (LayerConfig);
+  // `where` gets each layer's file and line.
+  Status Layers(const char* key, std::vector<LayerConfig>* out, std::vector<std::string>* where) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return Status::Ok();
+    constexpr const char* kForm = "an array of tables ([[model.layer]] sections)";
+    if (!n->is_array()) return WrongType(key, *n, kForm);
+    out->clear();
+    for (const toml::node& e : *n->as_array()) {
+      if (!e.is_table()) return WrongType(key, e, kForm);
+      Section s(source_, fmt::format("{}.{}[{}]", name_, key, out->size()), e.as_table());
+      LayerConfig l;
+      if (e.as_table()->get("type") == nullptr) {
+        return At(e, key,
+                  fmt::format("layer {} has no type (one of conv2d, max_pool2d, avg_pool2d, "
+                              "flatten, linear, relu, tanh, sigmoid, dropout)",
+                              out->size()));
+      }
+      ACAN_RETURN_IF_ERROR(s.Enum("type", &l.type, kLayerTypes));
+      switch (l.type) {
+        case LayerType::kConv2d:
+          ACAN_RETURN_IF_ERROR(s.Int("in_channels", &l.in));
+          ACAN_RETURN_IF_ERROR(s.Int("out_channels", &l.out));
+          ACAN_RETURN_IF_ERROR(s.Bool("bias", &l.bias));
+          [[fallthrough]];
+        case LayerType::kMaxPool2d:
+        case LayerType::kAvgPool2d:
+          ACAN_RETURN_IF_ERROR(s.KernelSize("kernel_size", &l.kernel_h, &l.kernel_w));
+          ACAN_RETURN_IF_ERROR(s.Int("stride", &l.stride));
+          ACAN_RETURN_IF_ERROR(s.Int("padding", &l.padding));
+          if (l.kernel_h == 0) return s.Error("type", "needs kernel_size");
+          if (l.type == LayerType::kConv2d && (l.in == 0 || l.out == 0)) {
+            return s.Error("type", "needs in_channels and out_channels");
+          }
+          if (s.table_->contains("stride") && l.stride < 1)
+            return s.Error("stride", "must be >= 1");
+          break;
+        case LayerType::kLinear:
+          ACAN_RETURN_IF_ERROR(s.Int("in_features", &l.in));
+          ACAN_RETURN_IF_ERROR(s.Int("out_features", &l.out));
+          ACAN_RETURN_IF_ERROR(s.Bool("bias", &l.bias));
+          if (l.in == 0 || l.out == 0) return s.Error("type", "needs in_features and out_features");
+          break;
+        case LayerType::kDropout:
+          ACAN_RETURN_IF_ERROR(s.Float("p", &l.p));
+          break;
+        case LayerType::kFlatten:
+        case LayerType::kRelu:
+        case LayerType::kTanh:
+        case LayerType::kSigmoid:
+          break;
+      }
+      ACAN_RETURN_IF_ERROR(s.Finish());
+      where->push_back(Where(e));
+      out->push_back(l);
+    }
+    if (out->empty()) return Error(key, "needs at least one layer");
+    return Status::Ok();
+  }
   // Every key of the table must have been read.
   Status Finish() const {
     if (table_ == nullptr) return Status::Ok();
@@ -289,6 +376,9 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
 
   Section model(source, "model", table("model"));
   ACAN_RETURN_IF_ERROR(model.IntArray("layers", &job->model.layers));
+  ACAN_RETURN_IF_ERROR(model.IntArray("input_shape", &job->model.input_shape));
+  std::vector<std::string> layer_where;
+  ACAN_RETURN_IF_ERROR(model.Layers("layer", &job->model.layer, &layer_where));
   ACAN_RETURN_IF_ERROR(model.Enum("activation", &job->model.activation, kActivations));
   ACAN_RETURN_IF_ERROR(model.Enum("loss", &job->model.loss, kLosses));
   ACAN_RETURN_IF_ERROR(model.String("init", &job->model.init));
@@ -356,6 +446,27 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
   auto check = [](Section& s, const char* key, bool ok, const std::string& what) {
     return ok ? Status::Ok() : s.Error(key, what);
   };
+  if (!job->model.layer.empty()) {
+    if (table("model")->contains("layers")) {
+      return model.Error("layers",
+                         "give the widths (layers = [...]) or a list of layers "
+                         "([[model.layer]]), not both");
+    }
+    Result<nn::SampleShape> input = nn::ListInputShape(job->model, job->data.source);
+    if (!input.ok()) return model.Error("layer", input.status().message());
+    Result<std::vector<nn::SampleShape>> shapes =
+        nn::LayerShapes(job->model.layer, *input, layer_where);
+    if (!shapes.ok()) return shapes.status();
+    if (shapes->back().size() != 1) {
+      return model.Error("layer", fmt::format("the last layer's output must be flat (one value a "
+                                              "class or target), is {}; end with a linear layer",
+                                              nn::ToString(shapes->back())));
+    }
+    // The widths form's fields: the stack's own when the list is one, else the outer widths.
+    if (!nn::AsDenseStack(job->model.layer, *input, &job->model.layers, &job->model.activation)) {
+      job->model.layers = {nn::NumElements(*input), shapes->back()[0]};
+    }
+  }
   bool layers_ok = job->model.layers.size() >= 2;
   for (int64_t w : job->model.layers) layers_ok = layers_ok && w >= 1;
   ACAN_RETURN_IF_ERROR(
@@ -442,6 +553,10 @@ Status ParseTable(const toml::table& root, std::string_view source, JobConfig* j
 
 std::string_view ToString(Activation a) { return Name(a, kActivations); }
 std::string_view ToString(LossKind l) { return Name(l, kLosses); }
+std::string_view ToString(LayerType t) { return Name(t, kLayerTypes); }
+Result<LayerType> ParseLayerType(std::string_view n) {
+  return ParseEnum("layer type", n, kLayerTypes);
+}
 std::string_view ToString(DataSource d) { return Name(d, kSources); }
 std::string_view ToString(Strategy s) { return Name(s, kStrategies); }
 Result<Activation> ParseActivation(std::string_view n) {
@@ -487,6 +602,38 @@ std::string JobConfig::Resolve(const std::string& path) const {
 
 Status ValidateJob(const JobConfig& job) {
   const auto& layers = job.model.layers;
+  if (!job.model.layer.empty()) {
+    Result<nn::SampleShape> input = nn::ListInputShape(job.model, job.data.source);
+    if (!input.ok()) return input.status();
+    Result<std::vector<nn::SampleShape>> shapes = nn::LayerShapes(job.model.layer, *input);
+    if (!shapes.ok()) return shapes.status();
+    std::vector<int64_t> widths;
+    Activation activation = job.model.activation;
+    if (!nn::AsDenseStack(job.model.layer, *input, &widths, &activation)) {
+      // The first layer only the list form has, else the stack's shape is what does not fit.
+      const auto& list = job.model.layer;
+      size_t i = 0;
+      while (i < list.size() && list[i].type != LayerType::kConv2d &&
+             list[i].type != LayerType::kMaxPool2d && list[i].type != LayerType::kAvgPool2d &&
+             list[i].type != LayerType::kDropout) {
+        ++i;
+      }
+      const std::string why =
+          i < list.size() ? fmt::format("layer {} ({}) is not one", i, ToString(list[i].type))
+                          : std::string(
+                                "this one has a linear layer without bias, two activations of "
+                                "different kinds, or an activation after the last linear layer");
+      return Status::InvalidArgument(fmt::format(
+          "model.layer: the layers check out ({} in, {} out), but acan trains only a stack of "
+          "linear layers with one kind of activation between them so far; {} (convolutional "
+          "networks: issue 45, in progress)",
+          nn::ToString(*input), nn::ToString(shapes->back()), why));
+    }
+    if (widths != layers || activation != job.model.activation) {
+      return Status::InvalidArgument(
+          "model.layers and model.activation must be the layer list's widths and activation");
+    }
+  }
   if (layers.size() < 2) {
     return Status::InvalidArgument("model.layers needs at least two widths (input, output)");
   }
@@ -592,13 +739,35 @@ std::string ToToml(const JobConfig& job) {
     return p.empty() ? p : std::filesystem::absolute(job.Resolve(p)).lexically_normal().string();
   };
   toml::table model{
-      {"layers", ints(job.model.layers)},
       {"activation", std::string(ToString(job.model.activation))},
       {"loss", std::string(ToString(job.model.loss))},
       {"init", job.model.init == "xavier_uniform" || job.model.init == "kaiming_uniform" ||
                        job.model.init == "zeros"
                    ? job.model.init
                    : path(job.model.init)}};
+  if (job.model.layer.empty()) {
+    model.insert("layers", ints(job.model.layers));
+  } else {
+    toml::array list;
+    for (const LayerConfig& l : job.model.layer) {
+      toml::table t{{"type", std::string(ToString(l.type))}};
+      const bool conv = l.type == LayerType::kConv2d;
+      if (conv || l.type == LayerType::kLinear) {
+        t.insert(conv ? "in_channels" : "in_features", l.in);
+        t.insert(conv ? "out_channels" : "out_features", l.out);
+        t.insert("bias", l.bias);
+      }
+      if (conv || l.type == LayerType::kMaxPool2d || l.type == LayerType::kAvgPool2d) {
+        t.insert("kernel_size", toml::array{l.kernel_h, l.kernel_w});
+        if (l.stride > 0) t.insert("stride", l.stride);
+        t.insert("padding", l.padding);
+      }
+      if (l.type == LayerType::kDropout) t.insert("p", l.p);
+      list.push_back(std::move(t));
+    }
+    model.insert("layer", std::move(list));
+    if (!job.model.input_shape.empty()) model.insert("input_shape", ints(job.model.input_shape));
+  }
   toml::table data{{"source", std::string(ToString(job.data.source))},
                    {"samples", job.data.samples},
                    {"limit", job.data.limit},
