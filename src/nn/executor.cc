@@ -317,7 +317,8 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
   const std::vector<int64_t> sizes = InputSizes(t);
   if (in.size() != sizes.size() || in.size() != t.inputs.size()) {
     return Status::InvalidArgument("task " + t.key + ": got " + std::to_string(in.size()) +
-                                   " inputs, expected " + std::to_string(sizes.size()));
+                                   " inputs, expected " + std::to_string(sizes.size()) +
+                                   " (the task names " + std::to_string(t.inputs.size()) + ")");
   }
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (static_cast<int64_t>(in[i].size()) != sizes[i]) {

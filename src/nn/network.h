@@ -1,0 +1,79 @@
+// A model given as a list of layers ([[model.layer]]; layers.h) run on a micro-batch: its
+// parameters (each layer with weights: a weight [out, in * kh * kw] and a bias [out], named and
+// shaped as PyTorch's nn.Sequential names them: "<index>.weight" [out, in, kh, kw]), their
+// initial values, and one pure function for the forward pass, the loss and the backward pass.
+// The dense layers use the same kernels in the same order as the widths form's micro-batch task
+// (executor.h), so a dense list gives bitwise its gradients.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "acan/job.h"
+#include "acan/status.h"
+#include "nn/kernels.h"
+#include "nn/layers.h"
+
+namespace acan::nn {
+
+// One parameter tensor of a layer list, in the order the network reads them: for each layer
+// with weights (conv2d, linear), its weight, then its bias when it has one.
+struct ListParam {
+  int layer = 0;               // the layer's index in the list (PyTorch's index in nn.Sequential)
+  bool bias = false;           // the bias, else the weight
+  int64_t rows = 0;            // output channels or features
+  int64_t cols = 0;            // a weight's in * kh * kw (linear: in_features); a bias: 1
+  std::vector<int64_t> shape;  // PyTorch's: [out, in, kh, kw], [out, in] or [out]
+  std::string name;            // "<layer>.weight" or "<layer>.bias"
+  int64_t Size() const { return rows * cols; }
+};
+
+class Network {
+ public:
+  // InvalidArgument when a layer does not fit the shapes before it (LayerShapes).
+  static Result<Network> Create(std::vector<LayerConfig> layers, SampleShape input);
+
+  const std::vector<LayerConfig>& layers() const { return layers_; }
+  const SampleShape& input() const { return input_; }
+  int64_t InputSize() const { return NumElements(input_); }
+  int64_t OutputSize() const { return NumElements(shapes_.back()); }
+  const std::vector<ListParam>& params() const { return params_; }
+  int64_t NumParameters() const;
+
+  // The initial parameters, in params() order: each weight drawn from U(-a, a) with xavier_uniform
+  // a = sqrt(6 / (fan_in + fan_out)), kaiming_uniform a = sqrt(6 / fan_in) (fans as PyTorch counts
+  // them: in * kh * kw and out * kh * kw), zeros; one seeded stream over the weights in order;
+  // biases zero.
+  Result<std::vector<std::vector<float>>> InitialParams(std::string_view scheme,
+                                                        uint64_t seed) const;
+
+  // What a pass needs besides the parameters: `rows` samples x[rows, InputSize()], their targets
+  // (the loss's form: one label a row, or OutputSize() values), and for dropout, each row's index
+  // in the data set and the epoch (the mask's inputs with the seed).
+  struct Batch {
+    const float* x = nullptr;
+    const float* targets = nullptr;
+    int64_t rows = 0;
+    const int64_t* samples = nullptr;  // needed when training with dropout
+    int64_t epoch = 0;
+    uint64_t seed = 0;
+  };
+  // The forward pass, the loss (scale: 1 / the mini-batch's rows) and, when `grads` is not null,
+  // the backward pass: (*grads)[i] gets params()[i]'s gradient. `training` applies dropout.
+  // `logits`, when not null, gets the last layer's output.
+  Result<LossValue> Run(const Batch& batch, std::span<const float* const> params, LossKind loss,
+                        double scale, bool training, std::vector<std::vector<float>>* grads,
+                        std::vector<float>* logits = nullptr) const;
+
+ private:
+  Network() = default;
+  std::vector<LayerConfig> layers_;
+  SampleShape input_;
+  std::vector<SampleShape> shapes_;  // after each layer
+  std::vector<ListParam> params_;
+  std::vector<int> first_param_;  // per layer: its weight's index in params_, or -1
+};
+
+}  // namespace acan::nn
