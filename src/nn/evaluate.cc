@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "nn/kernels.h"
+#include "nn/network.h"
 
 namespace acan::nn {
 
@@ -55,6 +56,20 @@ Result<EvalReport> EvaluateInChunks(const std::vector<int64_t>& widths, const Da
 
 Result<EvalReport> Evaluate(const Model& model, const Dataset& data, const JobConfig& job) {
   InitBlas();
+  if (!model.layer.empty()) {
+    ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(model.layer, model.input_shape));
+    std::vector<const float*> params;
+    for (size_t k = 0; k < model.weights.size(); ++k) {
+      params.push_back(model.weights[k].data());
+      if (!model.biases[k].empty()) params.push_back(model.biases[k].data());
+    }
+    std::vector<float> z;
+    auto forward = [&](const float* x, int64_t rows) -> Result<std::span<const float>> {
+      ACAN_ASSIGN_OR_RETURN(z, net.Predict(x, rows, params));
+      return std::span<const float>(z);
+    };
+    return EvaluateInChunks(model.widths, data, job.model.loss, kEvalChunkRows, forward);
+  }
   const int L = model.NumLayers();
   std::vector<float> a, h;
   auto forward = [&](const float* x, int64_t rows) -> Result<std::span<const float>> {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "nn/kernels.h"
+#include "nn/network.h"
 
 namespace acan::nn {
 namespace {
@@ -142,12 +143,45 @@ void RunUpdate(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* ou
   }
 }
 
+// The network of a task on a list of layers (DecodeTask has checked that it builds).
+Network NetOf(const TaskSpec& t) { return *Network::Create(t.net, t.input_shape); }
+
+// The sizes of the model's shards in order: each layer's weight and bias, or a list's parameters.
+void AppendShardSizes(const TaskSpec& t, std::vector<int64_t>* s) {
+  if (!t.net.empty()) {
+    const Network net = NetOf(t);
+    for (const ListParam& p : net.params()) s->push_back(p.Size());
+    return;
+  }
+  for (int l = 0; l < t.NumLayers(); ++l) s->insert(s->end(), {WeightSize(t, l), t.widths[l + 1]});
+}
+size_t NumShards(const TaskSpec& t) {
+  return t.net.empty() ? size_t(2 * t.NumLayers()) : NetOf(t).params().size();
+}
+
+// A micro-batch on a list of layers: the network's pass on rows [r0, r0 + rows) of the
+// mini-batch with index batch_index (the step when -1), dropout's mask keyed by those two.
+Status RunListMicroBatch(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  const Network net = NetOf(t);
+  std::vector<const float*> params;
+  for (size_t i = 0; i < net.params().size(); ++i) params.push_back(in[2 + i].data());
+  std::vector<int64_t> samples(static_cast<size_t>(t.rows));
+  for (int64_t i = 0; i < t.rows; ++i) samples[size_t(i)] = t.r0 + i;
+  Network::Batch b{in[0].data(), in[1].data(), t.rows, samples.data(),
+                   t.batch_index >= 0 ? t.batch_index : t.step, t.seed};
+  std::vector<std::vector<float>> grads;
+  ACAN_ASSIGN_OR_RETURN(LossValue v, net.Run(b, params, t.loss, 1.0 / static_cast<double>(t.batch),
+                                             true, &grads));
+  (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
+  for (size_t i = 0; i < grads.size(); ++i) (*out)[1 + i] = std::move(grads[i]);
+  return Status::Ok();
+}
+
 // The chain: mini-batch after mini-batch, exactly the data strategy's micro-batch task (one
 // micro-batch) and then the update task of each shard, run through ExecuteTask with the same
 // specs the data plan makes, so the bits match it. The running state lives in the outputs.
 Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
-  const int L = t.NumLayers();
-  const int shards = 2 * L;
+  const int shards = static_cast<int>(NumShards(t));
   const bool momentum = t.momentum > 0;
   const int64_t f = t.widths[0], tw = TargetWidth(t);
   for (int i = 0; i < (momentum ? 2 * shards : shards); ++i)
@@ -164,21 +198,34 @@ Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* o
     s.activation = t.activation;
     s.loss = t.loss;
     s.momentum = t.momentum;
+    s.net = t.net;
+    s.input_shape = t.input_shape;
+    s.seed = t.seed;
     s.inputs.assign(inputs, t.key);
     s.outputs.assign(outputs, t.key);
     return s;
   };
   TaskSpec mb = inner(TaskType::kBackward, TaskOp::kMicroBatch, 2 + shards, 1 + shards);
-  mb.layer_end = L;
+  mb.layer_end = t.layer_end;
   std::vector<TaskSpec> updates;
-  for (int s = 0; s < shards; ++s) {
+  std::vector<ListParam> params;
+  if (!t.net.empty()) params = NetOf(t).params();
+  for (int s = 0, weights = 0; s < shards; ++s) {
     updates.push_back(
         inner(TaskType::kUpdate, TaskOp::kUpdate, momentum ? 3 : 2, momentum ? 2 : 1));
     TaskSpec& u = updates.back();
+    u.parts = 1;
+    if (!t.net.empty()) {  // the whole tensor, as the data plan's update reads it
+      u.bias = params[size_t(s)].bias;
+      weights += u.bias ? 0 : 1;
+      u.layer = weights - 1;
+      u.r1 = params[size_t(s)].rows;
+      u.c1 = params[size_t(s)].cols;
+      continue;
+    }
     u.layer = s / 2;
     u.bias = s % 2 == 1;
-    u.parts = 1;
-    u.r1 = t.widths[u.layer + 1];  // the whole tensor, as the data plan's update reads it
+    u.r1 = t.widths[u.layer + 1];
     u.c1 = u.bias ? 1 : t.widths[u.layer];
   }
   std::vector<std::span<const float>> mb_in(2 + shards), up_in(momentum ? 3 : 2);
@@ -187,6 +234,7 @@ Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* o
   for (int64_t j = 0; j < t.parts; ++j) {
     const int64_t r0 = j * t.batch, rows = std::min(t.batch, t.rows - r0);
     mb.rows = mb.batch = rows;
+    if (t.batch_index >= 0) mb.batch_index = t.batch_index + j;
     mb_in[0] = in[0].subspan(r0 * f, rows * f);
     mb_in[1] = in[1].subspan(r0 * tw, rows * tw);
     for (int i = 0; i < shards; ++i) mb_in[2 + i] = (*out)[1 + i];
@@ -212,15 +260,11 @@ Status RunChain(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* o
 }
 
 // The float count of each shard, in model order (weight then bias per layer).
-void AppendShardSizes(const TaskSpec& t, std::vector<int64_t>* s) {
-  for (int l = 0; l < t.NumLayers(); ++l) s->insert(s->end(), {WeightSize(t, l), t.widths[l + 1]});
-}
 
 }  // namespace
 
 std::vector<int64_t> InputSizes(const TaskSpec& t) {
   std::vector<int64_t> s;
-  const int L = t.NumLayers();
   switch (t.op) {
     case TaskOp::kTileForward:
       return {t.rows * (t.c1 - t.c0), TileSize(t)};
@@ -239,7 +283,7 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
       return s;
     case TaskOp::kMicroBatch:
       s = {t.rows * t.widths[0], t.rows * TargetWidth(t)};
-      for (int l = 0; l < L; ++l) s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
+      AppendShardSizes(t, &s);
       return s;
     case TaskOp::kStageForward:
       s = {t.rows * t.widths[t.layer]};
@@ -282,8 +326,7 @@ std::vector<int64_t> OutputSizes(const TaskSpec& t) {
       return {t.rows * (t.c1 - t.c0)};
     case TaskOp::kMicroBatch:
       s.push_back(2);
-      for (int l = 0; l < t.NumLayers(); ++l)
-        s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
+      AppendShardSizes(t, &s);
       return s;
     case TaskOp::kStageForward:
       for (int l = t.layer; l < t.layer_end; ++l) s.push_back(t.rows * t.widths[l + 1]);
@@ -384,6 +427,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       break;
     }
     case TaskOp::kMicroBatch: {
+      if (!t.net.empty()) return RunListMicroBatch(t, in, out);
       std::vector<const float*> w(L), b(L), acts(L);
       for (int l = 0; l < L; ++l) w[l] = in[2 + 2 * l].data(), b[l] = in[3 + 2 * l].data();
       std::vector<std::vector<float>> hs(L);

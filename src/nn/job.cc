@@ -610,26 +610,25 @@ Status ValidateJob(const JobConfig& job) {
     std::vector<int64_t> widths;
     Activation activation = job.model.activation;
     if (!nn::AsDenseStack(job.model.layer, *input, &widths, &activation)) {
-      // The first layer only the list form has, else the stack's shape is what does not fit.
-      const auto& list = job.model.layer;
-      size_t i = 0;
-      while (i < list.size() && list[i].type != LayerType::kConv2d &&
-             list[i].type != LayerType::kMaxPool2d && list[i].type != LayerType::kAvgPool2d &&
-             list[i].type != LayerType::kDropout) {
-        ++i;
+      if (job.partition.strategy != Strategy::kData &&
+          job.partition.strategy != Strategy::kChain) {
+        return Status::InvalidArgument(fmt::format(
+            "model.layer: a list of layers that is not a stack of linear layers trains with "
+            "partition.strategy = \"data\" or \"chain\" so far, not \"{}\" (issue 45, in "
+            "progress)",
+            ToString(job.partition.strategy)));
       }
-      const std::string why =
-          i < list.size() ? fmt::format("layer {} ({}) is not one", i, ToString(list[i].type))
-                          : std::string(
-                                "this one has a linear layer without bias, two activations of "
-                                "different kinds, or an activation after the last linear layer");
-      return Status::InvalidArgument(fmt::format(
-          "model.layer: the layers check out ({} in, {} out), but acan trains only a stack of "
-          "linear layers with one kind of activation between them so far; {} (convolutional "
-          "networks: issue 45, in progress)",
-          nn::ToString(*input), nn::ToString(shapes->back()), why));
-    }
-    if (widths != layers || activation != job.model.activation) {
+      if (!job.runtime.handler_memory.empty() || job.runtime.manager_memory > 0) {
+        return Status::InvalidArgument(
+            "model.layer: memory budgets do not cover a list of layers yet (issue 45)");
+      }
+      const std::vector<int64_t> ends = {nn::NumElements(*input),
+                                         nn::NumElements(shapes->back())};
+      if (layers != ends) {
+        return Status::InvalidArgument(
+            "model.layers must be the layer list's flattened input and output widths");
+      }
+    } else if (widths != layers || activation != job.model.activation) {
       return Status::InvalidArgument(
           "model.layers and model.activation must be the layer list's widths and activation");
     }

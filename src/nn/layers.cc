@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace acan::nn {
@@ -35,6 +36,44 @@ Result<std::vector<SampleShape>> LayerShapes(const std::vector<LayerConfig>& lay
                                              const SampleShape& input,
                                              const std::vector<std::string>& where) {
   if (layers.empty()) return Status::InvalidArgument("a model's layer list is empty");
+  if (layers.size() > kMaxLayers) {
+    return Status::InvalidArgument(
+        fmt::format("{} layers, at most {}", layers.size(), kMaxLayers));
+  }
+  // Every size is bounded before it is multiplied, so that no list (a task's, from the space)
+  // overflows: a dimension, a kernel, a stride, a padding at most kMaxDim, a sample's floats
+  // and a weight's at most kMaxElements.
+  auto bounded = [](const SampleShape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) {
+      if (d < 1 || d > kMaxDim || n > kMaxElements / d) return false;
+      n *= d;
+    }
+    return true;
+  };
+  if (!(input.size() == 1 || input.size() == 3) || !bounded(input)) {
+    return Status::InvalidArgument(fmt::format(
+        "the input shape {} is not [features] or [channels, height, width] of at most {} floats",
+        ToString(input), kMaxElements));
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerConfig& l = layers[i];
+    for (int64_t v : {l.in, l.out, l.kernel_h, l.kernel_w, l.stride, l.padding}) {
+      if (v < 0 || v > kMaxDim) {
+        return Status::InvalidArgument(fmt::format(
+            "layer {} ({}): a size of {} is out of range [0, {}]", i, ToString(l.type), v,
+            kMaxDim));
+      }
+    }
+    if (l.type == LayerType::kConv2d || l.type == LayerType::kLinear) {
+      if (!bounded({std::max<int64_t>(l.out, 1), std::max<int64_t>(l.in, 1),
+                    std::max<int64_t>(l.kernel_h, 1), std::max<int64_t>(l.kernel_w, 1)})) {
+        return Status::InvalidArgument(fmt::format(
+            "layer {} ({}): its weight has more than {} floats", i, ToString(l.type),
+            kMaxElements));
+      }
+    }
+  }
   std::vector<SampleShape> shapes;
   SampleShape in = input;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -99,6 +138,7 @@ Result<std::vector<SampleShape>> LayerShapes(const std::vector<LayerConfig>& lay
       case LayerType::kSigmoid:
         break;
     }
+    if (!bounded(out)) return fail(fmt::format("its output {} is too large", ToString(out)));
     shapes.push_back(out);
     in = out;
   }

@@ -15,6 +15,12 @@ namespace acan::nn {
 
 using SampleShape = std::vector<int64_t>;  // [features] or [channels, height, width]
 
+// The largest list LayerShapes accepts: layers; a dimension, kernel, stride or padding; the floats
+// of one sample at any layer and of any weight.
+inline constexpr size_t kMaxLayers = 256;
+inline constexpr int64_t kMaxDim = int64_t{1} << 24;
+inline constexpr int64_t kMaxElements = int64_t{1} << 31;
+
 std::string ToString(const SampleShape& shape);  // "64 x 7 x 7"
 int64_t NumElements(const SampleShape& shape);
 

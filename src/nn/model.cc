@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "nn/layers.h"
+#include "nn/network.h"
 #include "nn/rng.h"
 #include "nn/safetensors.h"
 
@@ -72,8 +74,82 @@ Result<Model> InitModel(const std::vector<int64_t>& widths, std::string_view ini
   return m;
 }
 
+bool IsLayerList(const ModelConfig& model) {
+  std::vector<int64_t> widths;
+  Activation activation;
+  return !model.layer.empty() && !AsDenseStack(model.layer, {1}, &widths, &activation);
+}
+
+Result<std::vector<int64_t>> LayerListInput(const JobConfig& job) {
+  return ListInputShape(job.model, job.data.source);
+}
+
+namespace {
+
+Result<Model> ListModel(const Network& net, std::vector<std::vector<float>> params) {
+  Model m;
+  m.layer = net.layers();
+  m.input_shape = net.input();
+  m.widths = {net.InputSize(), net.OutputSize()};
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (net.params()[i].bias) {
+      m.biases.back() = std::move(params[i]);
+    } else {
+      m.weights.push_back(std::move(params[i]));
+      m.biases.emplace_back();
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+Result<Model> ListModelFromTensors(const TensorMap& tensors, const std::vector<LayerConfig>& layers,
+                                   const std::vector<int64_t>& input_shape,
+                                   std::string_view source) {
+  ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(layers, input_shape));
+  std::vector<std::vector<float>> params;
+  for (const ListParam& p : net.params()) {
+    auto it = tensors.find(p.name);
+    if (it == tensors.end()) {
+      return Status::InvalidArgument(std::string(source) + ": tensor \"" + p.name +
+                                     "\" is missing; layer " + std::to_string(p.layer) + " (" +
+                                     std::string(ToString(layers[p.layer].type)) +
+                                     ") needs it with shape " + nn::ToString(p.shape));
+    }
+    if (it->second.shape != p.shape) {
+      return Status::InvalidArgument(std::string(source) + ": tensor \"" + p.name +
+                                     "\" has shape " + nn::ToString(it->second.shape) +
+                                     " but layer " + std::to_string(p.layer) + " needs " +
+                                     nn::ToString(p.shape));
+    }
+    params.push_back(it->second.data);
+  }
+  if (tensors.size() != params.size()) {
+    for (const auto& [name, t] : tensors) {
+      bool expected = false;
+      for (const ListParam& p : net.params()) expected = expected || p.name == name;
+      if (!expected) {
+        return Status::InvalidArgument(std::string(source) + ": unexpected tensor \"" + name +
+                                       "\"; the model's layers have no such parameter");
+      }
+    }
+  }
+  return ListModel(net, std::move(params));
+}
+
 Result<Model> InitialModel(const JobConfig& job) {
   const std::string& init = job.model.init;
+  if (IsLayerList(job.model)) {
+    ACAN_ASSIGN_OR_RETURN(std::vector<int64_t> input, LayerListInput(job));
+    if (init.size() > 12 && init.ends_with(".safetensors")) {
+      ACAN_ASSIGN_OR_RETURN(TensorMap t, ReadSafetensors(job.Resolve(init)));
+      return ListModelFromTensors(t, job.model.layer, input, job.Resolve(init));
+    }
+    ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(job.model.layer, input));
+    ACAN_ASSIGN_OR_RETURN(auto params, net.InitialParams(init, job.train.seed));
+    return ListModel(net, std::move(params));
+  }
   if (init.size() > 12 && init.ends_with(".safetensors")) {
     return LoadModel(job.Resolve(init), job.model.layers);
   }
@@ -82,6 +158,16 @@ Result<Model> InitialModel(const JobConfig& job) {
 
 TensorMap ModelToTensors(const Model& model) {
   TensorMap t;
+  if (!model.layer.empty()) {
+    Result<Network> net = Network::Create(model.layer, model.input_shape);
+    if (!net.ok()) return t;  // a model made by ListModel always checks out
+    size_t k = 0;
+    for (const ListParam& p : net->params()) {
+      t[p.name] = Tensor{p.shape, p.bias ? model.biases[k - 1] : model.weights[k]};
+      k += p.bias ? 0 : 1;
+    }
+    return t;
+  }
   for (int l = 0; l < model.NumLayers(); ++l) {
     t[WeightName(l)] = Tensor{{model.widths[l + 1], model.widths[l]}, model.weights[l]};
     t[BiasName(l)] = Tensor{{model.widths[l + 1]}, model.biases[l]};

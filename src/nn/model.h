@@ -18,6 +18,12 @@ struct Model {
   std::vector<int64_t> widths;              // input, hidden..., output
   std::vector<std::vector<float>> weights;  // layer l: widths[l+1] x widths[l], row-major
   std::vector<std::vector<float>> biases;   // layer l: widths[l+1]
+  // A model given as a list of layers that is not a dense stack (IsLayerList): its layers and
+  // one sample's shape. weights[k] and biases[k] are then those of the k-th layer with weights
+  // ([out, in * kh * kw]; biases[k] empty without a bias), named and shaped as nn.Sequential's
+  // (network.h), and widths holds the flattened input and output.
+  std::vector<LayerConfig> layer;
+  std::vector<int64_t> input_shape;
 
   int NumLayers() const { return static_cast<int>(weights.size()); }
   int64_t NumParameters() const;
@@ -52,8 +58,18 @@ class InitialWeights {
   std::vector<uint64_t> first_;  // each layer's first draw in it
 };
 
+// Whether a job's model is a list of layers trained as such (not a dense stack, which trains as
+// its widths).
+bool IsLayerList(const ModelConfig& model);
+// One sample's shape for a layer-list job (ListInputShape with the job's data source).
+Result<std::vector<int64_t>> LayerListInput(const JobConfig& job);
+
 // The job's initial model: model.init as a scheme name, or as a safetensors path.
 Result<Model> InitialModel(const JobConfig& job);
+// A layer list's model from tensors named and shaped as nn.Sequential's state_dict.
+Result<Model> ListModelFromTensors(const TensorMap& tensors, const std::vector<LayerConfig>& layers,
+                                   const std::vector<int64_t>& input_shape,
+                                   std::string_view source);
 
 // Tensors named and shaped as PyTorch's state_dict of an nn.Sequential-like `layers` list.
 TensorMap ModelToTensors(const Model& model);

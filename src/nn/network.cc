@@ -94,25 +94,22 @@ Result<std::vector<std::vector<float>>> Network::InitialParams(std::string_view 
   return out;
 }
 
-Result<LossValue> Network::Run(const Batch& batch, std::span<const float* const> params,
-                               LossKind loss, double scale, bool training,
-                               std::vector<std::vector<float>>* grads,
-                               std::vector<float>* logits) const {
+Status Network::Forward(const Batch& batch, std::span<const float* const> params, bool training,
+                        std::vector<std::vector<float>>* acts_out) const {
   if (params.size() != params_.size()) {
     return Status::InvalidArgument(fmt::format("the network has {} parameter tensors, {} given",
                                                params_.size(), params.size()));
   }
   const int64_t rows = batch.rows;
   const size_t n = layers_.size();
-  // acts[i]: the input of layer i (acts[0] the batch itself); acts[n]: the output.
-  std::vector<std::vector<float>> acts(n + 1);
+  std::vector<std::vector<float>>& acts = *acts_out;
+  acts.resize(n + 1);
   std::vector<float> scratch;
-  auto input_of = [&](size_t i) { return i == 0 ? batch.x : acts[i].data(); };
   for (size_t i = 0; i < n; ++i) {
     const LayerConfig& l = layers_[i];
     const SampleShape& in_shape = i == 0 ? input_ : shapes_[i - 1];
     const int64_t in_size = NumElements(in_shape), out_size = NumElements(shapes_[i]);
-    const float* in = input_of(i);
+    const float* in = i == 0 ? batch.x : acts[i].data();
     std::vector<float>& out = acts[i + 1];
     const int p = first_param_[i];
     const float* bias = p >= 0 && l.bias ? params[size_t(p) + 1] : nullptr;
@@ -151,6 +148,29 @@ Result<LossValue> Network::Run(const Batch& batch, std::span<const float* const>
         break;
     }
   }
+  return Status::Ok();
+}
+
+Result<std::vector<float>> Network::Predict(const float* x, int64_t rows,
+                                            std::span<const float* const> params) const {
+  std::vector<std::vector<float>> acts;
+  Batch b;
+  b.x = x;
+  b.rows = rows;
+  ACAN_RETURN_IF_ERROR(Forward(b, params, false, &acts));
+  return std::move(acts.back());
+}
+
+Result<LossValue> Network::Run(const Batch& batch, std::span<const float* const> params,
+                               LossKind loss, double scale, bool training,
+                               std::vector<std::vector<float>>* grads,
+                               std::vector<float>* logits) const {
+  const int64_t rows = batch.rows;
+  const size_t n = layers_.size();
+  std::vector<std::vector<float>> acts;
+  ACAN_RETURN_IF_ERROR(Forward(batch, params, training, &acts));
+  std::vector<float> scratch;
+  auto input_of = [&](size_t i) { return i == 0 ? batch.x : acts[i].data(); };
   const int64_t outputs = OutputSize();
   std::vector<float> dz;
   if (grads != nullptr) dz.resize(size_t(rows * outputs));

@@ -66,9 +66,17 @@ class Network {
   Result<LossValue> Run(const Batch& batch, std::span<const float* const> params, LossKind loss,
                         double scale, bool training, std::vector<std::vector<float>>* grads,
                         std::vector<float>* logits = nullptr) const;
+  // The forward pass alone, dropout off (evaluation): the last layer's output for `rows` rows of
+  // x.
+  Result<std::vector<float>> Predict(const float* x, int64_t rows,
+                                     std::span<const float* const> params) const;
 
  private:
   Network() = default;
+  // The forward pass: acts[i] the input of layer i (acts[0] unused: the batch), acts[n] the
+  // output.
+  Status Forward(const Batch& batch, std::span<const float* const> params, bool training,
+                 std::vector<std::vector<float>>* acts) const;
   std::vector<LayerConfig> layers_;
   SampleShape input_;
   std::vector<SampleShape> shapes_;  // after each layer

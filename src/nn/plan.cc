@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "nn/network.h"
+
 namespace acan::nn {
 namespace {
 
@@ -23,6 +25,12 @@ bool Plan::IsStateKey(std::string_view key) {
 }
 
 int64_t Plan::Parameters(const JobConfig& job) {
+  if (IsLayerList(job.model)) {
+    Result<std::vector<int64_t>> input = LayerListInput(job);
+    Result<Network> net = input.ok() ? Network::Create(job.model.layer, *input)
+                                     : Result<Network>(input.status());
+    return net.ok() ? net->NumParameters() : 0;
+  }
   int64_t n = 0;
   for (size_t l = 0; l + 1 < job.model.layers.size(); ++l) {
     n += (job.model.layers[l] + 1) * job.model.layers[l + 1];
@@ -64,7 +72,34 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
   p.loss_ = job.model.loss;
   p.train_ = job.train;
   p.momentum_ = static_cast<float>(job.train.momentum);
+  if (IsLayerList(job.model)) {
+    if (p.strategy_ != Strategy::kData && p.strategy_ != Strategy::kChain) {
+      return Status::InvalidArgument(
+          "a model given as a list of layers trains with partition.strategy = \"data\" or "
+          "\"chain\" so far (tiles and pipeline: issue 45, in progress)");
+    }
+    ACAN_ASSIGN_OR_RETURN(p.input_shape_, LayerListInput(job));
+    ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(job.model.layer, p.input_shape_));
+    p.net_ = job.model.layer;
+    p.widths_ = {net.InputSize(), net.OutputSize()};
+    for (const ListParam& param : net.params()) {
+      if (!param.bias) ++p.weight_layers_;
+      ShardSpec s;
+      s.layer = p.weight_layers_ - 1;
+      s.bias = param.bias;
+      s.key = ParamKey(s.layer, s.bias);
+      s.momentum_key = p.momentum_ > 0 ? MomKey(s.layer, s.bias) : "";
+      s.name = param.name;
+      s.r1 = param.rows;
+      s.c1 = param.cols;
+      s.tensor_shape = param.shape;
+      s.shape = param.shape;
+      p.shards_.push_back(std::move(s));
+    }
+    return p;
+  }
   const int layers = p.NumLayers();
+  p.weight_layers_ = layers;
   const int stages = job.partition.stages == 0
                          ? layers
                          : static_cast<int>(std::min<int64_t>(job.partition.stages, layers));
@@ -161,6 +196,10 @@ void ShardSpec::Place(std::span<const float> shard, std::vector<float>* rows,
 Status Plan::ForEachInitialShard(
     const InitialWeights& init,
     const std::function<Status(const std::string&, std::vector<float>)>& emit) const {
+  if (!net_.empty()) {
+    return Status::InvalidArgument(
+        "a model given as a list of layers is not drawn shard by shard (memory budgets) yet");
+  }
   for (const ShardSpec& s : shards_) {
     ACAN_RETURN_IF_ERROR(emit(
         s.key, s.bias ? std::vector<float>(s.Size()) : init.Part(s.layer, s.r0, s.r1, s.c0, s.c1)));
@@ -258,6 +297,9 @@ TaskSpec Plan::Base(int64_t step, int64_t rows) const {
   t.momentum = momentum_;
   t.rows = rows;
   t.batch = rows;
+  t.net = net_;
+  t.input_shape = input_shape_;
+  if (!net_.empty()) t.seed = train_.seed;
   return t;
 }
 
@@ -393,6 +435,16 @@ void Plan::MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* ou
       t.layer_end = layers;
       t.inputs = {S("x", step) + mk, S("t", step) + mk};
       t.outputs = {S("met", step) + mk};
+      if (!net_.empty()) {
+        t.layer_end = weight_layers_;
+        t.r0 = k * m;  // where its rows begin in the mini-batch (dropout's samples)
+        for (const ShardSpec& s : shards_) {
+          t.inputs.push_back(s.key);
+          t.outputs.push_back(S(s.bias ? "gb" : "gw", step) + T('l', s.layer) + mk);
+        }
+        out->push_back(std::move(t));
+        continue;
+      }
       for (int l = 0; l < layers; ++l) {
         t.inputs.push_back(ParamKey(l, false));
         t.inputs.push_back(ParamKey(l, true));
@@ -462,7 +514,7 @@ void Plan::ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) con
   t.type = TaskType::kUpdate;  // it writes the next version of every shard
   t.op = TaskOp::kChain;
   t.layer = 0;
-  t.layer_end = NumLayers();
+  t.layer_end = weight_layers_;
   t.batch = train_.batch;
   t.parts = static_cast<int>(Blocks(rows, train_.batch));
   // The global mini-batch index of the chain's first step: chains never cross an epoch.
@@ -471,6 +523,7 @@ void Plan::ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) con
   const int64_t first =
       chains > 0 ? (step / chains) * batches + (step % chains) * task_size_ : step * task_size_;
   t.lr = train_.LearningRate(first);
+  if (!net_.empty()) t.batch_index = first;
   for (int64_t j = 1; j < t.parts && t.lrs.empty(); ++j) {
     if (train_.LearningRate(first + j) != t.lr) {
       for (int64_t i = 0; i < t.parts; ++i) t.lrs.push_back(train_.LearningRate(first + i));

@@ -80,6 +80,8 @@ class Plan {
   int64_t step_batch() const { return step_batch_; }
   const std::vector<int64_t>& widths() const { return widths_; }
   int NumLayers() const { return static_cast<int>(widths_.size()) - 1; }
+  // The model's layers when it is a list of layers (Model::layer), else empty.
+  const std::vector<LayerConfig>& net() const { return net_; }
   // Pipeline: the stages as [first layer, end layer).
   const std::vector<std::pair<int, int>>& stages() const { return stages_; }
 
@@ -153,14 +155,21 @@ class Plan {
   std::vector<std::pair<int, int>> stages_;
   std::vector<ShardSpec> shards_;
   std::vector<TileBand> bands_;  // the job's tile bands (tiles): empty, tiles of task_size_
+  // A layer list's (Model::layer): its layers and one sample's shape; widths_ is then its
+  // flattened input and output, and a shard's `layer` its index among the layers with weights.
+  std::vector<LayerConfig> net_;
+  std::vector<int64_t> input_shape_;
+  int weight_layers_ = 0;  // layers with weights: NumLayers() for the widths form
 };
 
 template <typename Get>
 Model Plan::ModelFromState(Get get) const {
   Model m;
   m.widths = widths_;
-  m.weights.resize(NumLayers());
-  m.biases.resize(NumLayers());
+  m.layer = net_;
+  m.input_shape = input_shape_;
+  m.weights.resize(weight_layers_);
+  m.biases.resize(weight_layers_);
   for (const ShardSpec& s : shards_) {
     std::vector<float>& tensor = (s.bias ? m.biases : m.weights)[s.layer];
     if (s.tile.empty()) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/json_int.h"
+#include "nn/network.h"
 
 namespace acan::nn {
 
@@ -82,6 +83,17 @@ std::string EncodeTask(const TaskSpec& t) {
       {"bias", t.bias},
   };
   if (!t.part_edges.empty()) j["part_edges"] = t.part_edges;
+  if (!t.net.empty()) {
+    nlohmann::json net = nlohmann::json::array();
+    for (const LayerConfig& l : t.net) {
+      net.push_back({static_cast<int>(l.type), l.in, l.out, l.kernel_h, l.kernel_w, l.stride,
+                     l.padding, l.bias ? 1 : 0, l.p});
+    }
+    j["net"] = std::move(net);
+    j["input_shape"] = t.input_shape;
+  }
+  if (t.seed != 0) j["seed"] = t.seed;
+  if (t.batch_index >= 0) j["batch_index"] = t.batch_index;
   return j.dump();
 }
 
@@ -115,6 +127,27 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
     t.parts = JsonInt<int>(j.at("parts"));
     t.bias = j.at("bias").get<bool>();
     if (j.contains("part_edges")) t.part_edges = JsonInts(j.at("part_edges"));
+    if (j.contains("net")) {
+      for (const nlohmann::json& l : j.at("net")) {
+        if (!l.is_array() || l.size() != 9) {
+          return Status::InvalidArgument("task field \"net\": a layer needs 9 fields");
+        }
+        LayerConfig c;
+        const int type = JsonInt<int>(l[0]);
+        if (type < 0 || type > static_cast<int>(LayerType::kDropout)) {
+          return Status::InvalidArgument("task field \"net\": an unknown layer type");
+        }
+        c.type = static_cast<LayerType>(type);
+        c.in = JsonInt(l[1]), c.out = JsonInt(l[2]), c.kernel_h = JsonInt(l[3]);
+        c.kernel_w = JsonInt(l[4]), c.stride = JsonInt(l[5]), c.padding = JsonInt(l[6]);
+        c.bias = JsonInt<int>(l[7]) != 0;
+        c.p = l[8].get<double>();
+        t.net.push_back(c);
+      }
+      t.input_shape = JsonInts(j.at("input_shape"));
+    }
+    t.seed = j.value("seed", uint64_t{0});
+    t.batch_index = j.contains("batch_index") ? JsonInt(j.at("batch_index")) : -1;
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("task bytes lack a field or have a wrong type: ") +
                                    e.what());
@@ -124,8 +157,8 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
             static_cast<int>(t.type) >= 0 && t.type <= TaskType::kUpdate &&
             static_cast<int>(t.activation) >= 0 && t.activation <= Activation::kIdentity &&
             static_cast<int>(t.loss) >= 0 && t.loss <= LossKind::kSoftmaxCrossEntropy &&
-            layers >= 1 && t.layer >= 0 && t.layer < layers && t.layer_end >= 0 &&
-            t.layer_end <= layers && t.rows >= 0 && t.batch >= 1 && t.parts >= 0 && t.block >= 0 &&
+            layers >= 1 && t.layer >= 0 && (t.layer < layers || !t.net.empty()) &&
+            t.layer_end >= 0 && (t.layer_end <= layers || !t.net.empty()) && t.rows >= 0 && t.batch >= 1 && t.parts >= 0 && t.block >= 0 &&
             t.r0 >= 0 && t.r0 <= t.r1 && t.c0 >= 0 && t.c0 <= t.c1;
   // Every size bounded before any is multiplied (docs/operations.md, "Limits"): a task's tensor
   // is at most kMaxTaskElements floats, whatever its message says.
@@ -135,7 +168,25 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
          std::max<int64_t>(t.rows, 1) <= kMaxTaskElements / w;
   }
   for (int l = 0; ok && l < layers; ++l) ok = t.widths[l] <= kMaxTaskElements / t.widths[l + 1];
-  if (ok) ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];
+  if (ok && !t.net.empty()) {
+    // A list's own checks (bounded sizes, shapes that fit), then an update's shard within its
+    // tensor and the list's flat ends as the widths.
+    Result<Network> net = Network::Create(t.net, t.input_shape);
+    ok = net.ok() && layers == 1 && t.widths[0] == net->InputSize() &&
+         t.widths[1] == net->OutputSize() && t.batch_index >= -1;
+    if (ok) {
+      int64_t weights = 0, rows = 0, cols = 0;
+      for (const ListParam& p : net->params()) {
+        if (p.bias) continue;
+        if (weights++ == t.layer) rows = p.rows, cols = p.cols;
+      }
+      ok = t.layer < std::max<int64_t>(weights, 1) && t.layer_end <= weights &&
+           (t.op != TaskOp::kUpdate || (t.r1 <= rows && t.c1 <= (t.bias ? 1 : cols)));
+      ok = ok && (t.op == TaskOp::kMicroBatch || t.op == TaskOp::kUpdate || t.op == TaskOp::kChain);
+    }
+  } else if (ok) {
+    ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];
+  }
   if (ok && !t.part_edges.empty()) {  // 0, increasing, the output's width: one more than parts
     ok = t.op == TaskOp::kLoss && t.part_edges.size() == size_t(std::max(1, t.parts)) + 1 &&
          t.part_edges.front() == 0 && t.part_edges.back() == t.widths.back();

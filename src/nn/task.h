@@ -71,6 +71,17 @@ struct TaskSpec {
   int parts = 0;      // how many partial sums or gradients this task reduces
   bool bias = false;  // update: the shard is a bias
 
+  // A model given as a list of layers (JobConfig's [[model.layer]], network.h): its layers and
+  // one sample's shape; `widths` is then the flattened input and output, `layer` an update's
+  // index among the layers with weights. Empty: the widths form.
+  std::vector<LayerConfig> net;
+  std::vector<int64_t> input_shape;
+  // Dropout's mask: the job's seed, and the index of the task's first mini-batch in the run (-1:
+  // the step's); row i of a micro-batch starting at row r0 of that mini-batch is the run's sample
+  // (mini-batch index) * batch + r0 + i.
+  uint64_t seed = 0;
+  int64_t batch_index = -1;
+
   int NumLayers() const { return static_cast<int>(widths.size()) - 1; }
 };
 
