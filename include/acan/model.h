@@ -37,8 +37,13 @@ class ACAN_EXPORT Model {
   // "xavier_uniform", seeded by train.seed, or a safetensors file).
   static Result<Model> Initial(const JobConfig& job);
 
-  // Widths: input, hidden..., output.
+  // Widths: input, hidden..., output. For a model given as a list of layers ([[model.layer]]
+  // that is not a dense stack), its flattened input and output.
   const std::vector<int64_t>& widths() const { return widths_; }
+  // A list of layers' model: its layers, and one sample's shape; its tensors are named and shaped
+  // as nn.Sequential's state_dict ("0.weight" [out, in, kh, kw], ...). Empty for a dense model.
+  const std::vector<LayerConfig>& layers() const { return layers_; }
+  const std::vector<int64_t>& input_shape() const { return input_shape_; }
   int num_layers() const { return widths_.empty() ? 0 : static_cast<int>(widths_.size()) - 1; }
   // Layer by layer, weight then bias: layers.0.weight, layers.0.bias, layers.1.weight, ...
   const std::vector<ModelTensor>& tensors() const { return tensors_; }
@@ -50,13 +55,19 @@ class ACAN_EXPORT Model {
   std::string Sha256() const;
 
  private:
+  friend class ModelAccess;
   std::vector<int64_t> widths_;
   std::vector<ModelTensor> tensors_;
+  std::vector<LayerConfig> layers_;
+  std::vector<int64_t> input_shape_;
 };
 
 // Reads a safetensors file (F32 tensors with the names above). A short, damaged or foreign file
 // is DataLoss or InvalidArgument naming the file, the tensor and the byte offsets.
 ACAN_EXPORT Result<Model> LoadModel(const std::string& path);
+// Reads a model file for a job: a dense job's as LoadModel (its widths checked against the job's),
+// a list of layers' with nn.Sequential's names, checked layer by layer against the job's list.
+ACAN_EXPORT Result<Model> LoadModel(const std::string& path, const JobConfig& job);
 ACAN_EXPORT Status SaveModel(const Model& model, const std::string& path);
 
 struct EvalResult {

@@ -30,7 +30,7 @@ int Fail(const Status& s) {
 int RunEval(const EvalArgs& args) {
   auto job = ParseJobFile(args.config);
   if (!job.ok()) return Fail(job.status());
-  auto model = LoadModel(args.model);
+  auto model = LoadModel(args.model, *job);
   if (!model.ok()) return Fail(model.status());
   auto result = Evaluate(*model, *job);
   if (!result.ok()) {

@@ -138,13 +138,19 @@ Result<Model> ListModelFromTensors(const TensorMap& tensors, const std::vector<L
   return ListModel(net, std::move(params));
 }
 
+Result<Model> LoadJobModel(const std::string& path, const JobConfig& job) {
+  if (!IsLayerList(job.model)) return LoadModel(path, job.model.layers);
+  ACAN_ASSIGN_OR_RETURN(TensorMap t, ReadSafetensors(path));
+  ACAN_ASSIGN_OR_RETURN(std::vector<int64_t> input, LayerListInput(job));
+  return ListModelFromTensors(t, job.model.layer, input, path);
+}
+
 Result<Model> InitialModel(const JobConfig& job) {
   const std::string& init = job.model.init;
   if (IsLayerList(job.model)) {
     ACAN_ASSIGN_OR_RETURN(std::vector<int64_t> input, LayerListInput(job));
     if (init.size() > 12 && init.ends_with(".safetensors")) {
-      ACAN_ASSIGN_OR_RETURN(TensorMap t, ReadSafetensors(job.Resolve(init)));
-      return ListModelFromTensors(t, job.model.layer, input, job.Resolve(init));
+      return LoadJobModel(job.Resolve(init), job);
     }
     ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(job.model.layer, input));
     ACAN_ASSIGN_OR_RETURN(auto params, net.InitialParams(init, job.train.seed));

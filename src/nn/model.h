@@ -66,6 +66,9 @@ Result<std::vector<int64_t>> LayerListInput(const JobConfig& job);
 
 // The job's initial model: model.init as a scheme name, or as a safetensors path.
 Result<Model> InitialModel(const JobConfig& job);
+// A model file for a job: LoadModel with the job's widths, or for a list of layers its tensors
+// checked against the list (ListModelFromTensors).
+Result<Model> LoadJobModel(const std::string& path, const JobConfig& job);
 // A layer list's model from tensors named and shaped as nn.Sequential's state_dict.
 Result<Model> ListModelFromTensors(const TensorMap& tensors, const std::vector<LayerConfig>& layers,
                                    const std::vector<int64_t>& input_shape,

@@ -9,9 +9,23 @@
 
 namespace acan {
 
+// Builds a list of layers' public model (its tensors already checked by the nn module).
+class ModelAccess {
+ public:
+  static Model List(const nn::Model& m) {
+    Model out;
+    out.widths_ = m.widths;
+    out.layers_ = m.layer;
+    out.input_shape_ = m.input_shape;
+    for (auto& [name, t] : nn::ModelToTensors(m)) out.tensors_.push_back({name, t.shape, t.data});
+    return out;
+  }
+};
+
 namespace nn {
 
 acan::Model ToPublicModel(const Model& model) {
+  if (!model.layer.empty()) return ModelAccess::List(model);
   std::vector<ModelTensor> tensors;
   for (int l = 0; l < model.NumLayers(); ++l) {
     tensors.push_back({WeightName(l), {model.widths[l + 1], model.widths[l]}, model.weights[l]});
@@ -22,6 +36,12 @@ acan::Model ToPublicModel(const Model& model) {
 }
 
 Model FromPublicModel(const acan::Model& model) {
+  if (!model.layers().empty()) {
+    TensorMap map;
+    for (const ModelTensor& t : model.tensors()) map[t.name] = Tensor{t.shape, t.values};
+    // Made by ToPublicModel or LoadModel(path, job), which checked the tensors against the list.
+    return ListModelFromTensors(map, model.layers(), model.input_shape(), "<model>").value();
+  }
   Model m;
   m.widths = model.widths();
   for (int l = 0; l < model.num_layers(); ++l) {
@@ -116,6 +136,20 @@ Result<Model> LoadModel(const std::string& path) {
   std::vector<ModelTensor> tensors;
   for (auto& [name, t] : map) tensors.push_back({name, std::move(t.shape), std::move(t.data)});
   return Model::FromTensors(std::move(tensors), path);
+}
+
+Result<Model> LoadModel(const std::string& path, const JobConfig& job) {
+  if (!nn::IsLayerList(job.model)) {
+    ACAN_ASSIGN_OR_RETURN(Model m, LoadModel(path));
+    if (m.widths() != job.model.layers) {
+      return Status::InvalidArgument(
+          fmt::format("{}: the model's widths [{}] are not the job's model.layers [{}]", path,
+                      fmt::join(m.widths(), ", "), fmt::join(job.model.layers, ", ")));
+    }
+    return m;
+  }
+  ACAN_ASSIGN_OR_RETURN(nn::Model m, nn::LoadJobModel(path, job));
+  return nn::ToPublicModel(m);
 }
 
 Status SaveModel(const Model& model, const std::string& path) {

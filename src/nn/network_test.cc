@@ -11,6 +11,8 @@
 #include "nn/evaluate.h"
 #include "nn/executor.h"
 #include "nn/model.h"
+#include "nn/plan.h"
+#include "nn/task.h"
 #include "nn/rng.h"
 #include "nn/trainer.h"
 
@@ -258,6 +260,30 @@ TEST(CnnTrainingTest, TheDataAndChainStrategiesTrainACnnToTheSameBytes) {
                                          "3 x 3"),
             std::string::npos)
       << back.status().message();
+}
+
+// Every task of a list's plan goes through the space as bytes: each decodes to itself.
+TEST(CnnTrainingTest, EveryTaskOfAListsPlanDecodesToItself) {
+  for (const char* strategy : {"data", "chain"}) {
+    auto job = ParseJobString(CnnJob(strategy, 5), "cnn");
+    ASSERT_TRUE(job.ok());
+    auto plan = Plan::Create(*job, -1, 96);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    const auto tasks = plan->StepTasks(3, 16);
+    ASSERT_FALSE(tasks.empty());
+    for (const TaskSpec& t : tasks) {
+      auto back = DecodeTask(EncodeTask(t));
+      ASSERT_TRUE(back.ok()) << t.key << ": " << back.status().message();
+      EXPECT_EQ(EncodeTask(*back), EncodeTask(t)) << t.key;
+      EXPECT_EQ(back->net, t.net);
+    }
+  }
+  // A list whose sizes would overflow is refused, not multiplied.
+  auto job = *ParseJobString(CnnJob("data", 5), "cnn");
+  TaskSpec t = Plan::Create(job, -1, 96)->StepTasks(0, 16)[0];
+  t.net[0].out = int64_t{1} << 23;
+  t.net[0].kernel_h = t.net[0].kernel_w = 1 << 23;
+  EXPECT_FALSE(DecodeTask(EncodeTask(t)).ok());
 }
 
 TEST(CnnTrainingTest, StrategiesAndBudgetsNotYetCoveredAreRefusedByName) {

@@ -437,7 +437,8 @@ void Plan::MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* ou
       t.outputs = {S("met", step) + mk};
       if (!net_.empty()) {
         t.layer_end = weight_layers_;
-        t.r0 = k * m;  // where its rows begin in the mini-batch (dropout's samples)
+        t.r0 = k * m;  // its rows of the mini-batch (dropout's samples)
+        t.r1 = t.r0 + mrows;
         for (const ShardSpec& s : shards_) {
           t.inputs.push_back(s.key);
           t.outputs.push_back(S(s.bias ? "gb" : "gw", step) + T('l', s.layer) + mk);

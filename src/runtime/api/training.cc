@@ -38,7 +38,7 @@ Result<nn::Model> InitialModelFor(const JobConfig& job, const std::optional<nn::
     m = *init;
   } else {
     ACAN_ASSIGN_OR_RETURN(
-        m, init_path.empty() ? nn::InitialModel(job) : nn::LoadModel(init_path, job.model.layers));
+        m, init_path.empty() ? nn::InitialModel(job) : nn::LoadJobModel(init_path, job));
   }
   if (m.widths != job.model.layers) {
     return Status::InvalidArgument(
