@@ -116,10 +116,11 @@ Result<ManagerReport> RunManager(Space& space, const JobConfig& job,
   if (options.memory < 0) return Status::InvalidArgument("manager memory must be >= 0");
   const int64_t memory = options.memory > 0 ? options.memory : job.runtime.manager_memory;
   // A new job's initial model: a given one (or a file) whole, a scheme's drawn a row block at a
-  // time, never whole (the chain's grain, measured on the model, excepted).
+  // time, never whole (the chain's grain, measured on the model, and a list of layers, which
+  // memory budgets do not cover, excepted).
   const bool drawn = !options.init_model && options.init_path.empty() &&
                      !job.model.init.ends_with(".safetensors") &&
-                     job.partition.strategy != Strategy::kChain;
+                     job.partition.strategy != Strategy::kChain && !nn::IsLayerList(job.model);
   std::optional<nn::Model> init;
   if (!drawn) {
     std::optional<nn::Model> given;

@@ -79,15 +79,24 @@ Status Manager::AuditEnd() {
                                      {reinterpret_cast<const char*>(value.data()), value.size()});
                                }));
   }
-  ACAN_ASSIGN_OR_RETURN(
-      const std::string model_sha256,
-      nn::StreamedModelSha256(
-          plan_->widths(),
-          [&](int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
-            ACAN_RETURN_IF_ERROR(keep());
-            return rows(layer, bias, r0, r1);
-          },
-          ReadBandRows(*plan_, options_.memory)));
+  std::string model_sha256;
+  if (!plan_->net().empty()) {
+    // A list of layers (no budget covers one): its tensors are not a dense stack's row blocks;
+    // the model is read whole.
+    ACAN_RETURN_IF_ERROR(keep());
+    ACAN_ASSIGN_OR_RETURN(const nn::Model model, ReadModel(space_, layout_, *plan_, last));
+    model_sha256 = nn::ModelSha256(model);
+  } else {
+    ACAN_ASSIGN_OR_RETURN(
+        model_sha256,
+        nn::StreamedModelSha256(
+            plan_->widths(),
+            [&](int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
+              ACAN_RETURN_IF_ERROR(keep());
+              return rows(layer, bias, r0, r1);
+            },
+            ReadBandRows(*plan_, options_.memory)));
+  }
   // Every shard's final version, hashed as it is read: a model altered after the fact is named
   // tensor by tensor (acan audit verify --model).
   std::vector<WrittenVersion> finals;

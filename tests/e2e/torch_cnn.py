@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""A model acan trained from a list of layers, loaded into the torch.nn.Sequential the job file
+describes with load_state_dict(strict=True), evaluates on the job's test split to acan's own test
+loss and accuracy: the names, shapes and layouts are PyTorch's, and acan's forward pass is
+PyTorch's (an independent implementation of every layer).
+
+Usage: /usr/bin/python3 tests/e2e/torch_cnn.py JOB_TOML MODEL_SAFETENSORS SUMMARY_JSON
+Exits 77 (skipped) when PyTorch is not installed."""
+import gzip
+import json
+import struct
+import sys
+import tomllib
+
+try:
+    import numpy as np
+    import torch
+except ImportError:
+    print("skipped: python3-torch (and NumPy) are not installed")
+    sys.exit(77)
+
+job_path, model_path, summary_path = sys.argv[1:4]
+job = tomllib.load(open(job_path, "rb"))
+
+
+def sequential(layers):
+    out = []
+    for i, l in enumerate(layers):
+        t = l["type"]
+        if t == "conv2d":
+            k = l["kernel_size"]
+            out.append(torch.nn.Conv2d(l["in_channels"], l["out_channels"],
+                                       tuple(k) if isinstance(k, list) else k,
+                                       stride=l.get("stride", 1), padding=l.get("padding", 0),
+                                       bias=l.get("bias", True)))
+        elif t in ("max_pool2d", "avg_pool2d"):
+            k = l["kernel_size"]
+            k = tuple(k) if isinstance(k, list) else k
+            cls = torch.nn.MaxPool2d if t == "max_pool2d" else torch.nn.AvgPool2d
+            out.append(cls(k, stride=l.get("stride", k), padding=l.get("padding", 0)))
+        elif t == "flatten":
+            out.append(torch.nn.Flatten())
+        elif t == "linear":
+            out.append(torch.nn.Linear(l["in_features"], l["out_features"],
+                                       bias=l.get("bias", True)))
+        elif t in ("relu", "tanh", "sigmoid"):
+            out.append({"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh,
+                        "sigmoid": torch.nn.Sigmoid}[t]())
+        elif t == "dropout":
+            out.append(torch.nn.Dropout(l.get("p", 0.5)))
+        else:
+            sys.exit(f"FAIL: layer {i} has type {t!r}, which this test does not know")
+    return torch.nn.Sequential(*out)
+
+
+def read_safetensors(path):
+    blob = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        a = np.frombuffer(blob[8 + n + begin:8 + n + end], dtype="<f4").reshape(info["shape"])
+        tensors[name] = torch.from_numpy(a.copy())
+    return tensors
+
+
+def read_idx(path, dims):
+    blob = gzip.open(path, "rb").read()
+    shape = struct.unpack(">" + "I" * dims, blob[4:4 + 4 * dims])
+    return np.frombuffer(blob[4 + 4 * dims:], dtype=np.uint8).reshape(shape)
+
+
+model = sequential(job["model"]["layer"])
+state = read_safetensors(model_path)
+model.load_state_dict(state, strict=True)  # raises on a missing, surplus or mis-shaped tensor
+model.eval()
+
+data = job["data"]
+assert data["source"] == "fashion-mnist", "this test reads Fashion-MNIST's test split"
+x = read_idx("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", 3)
+y = read_idx("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", 1).astype(np.int64)
+limit = data.get("test_limit", 0)
+if limit:
+    x, y = x[:limit], y[:limit]
+x = torch.from_numpy(x.astype(np.float32) / np.float32(255)).reshape(-1, 1, 28, 28)
+with torch.no_grad():
+    z = model(x)
+    loss = torch.nn.functional.cross_entropy(z, torch.from_numpy(y)).item()
+    accuracy = (z.argmax(1).numpy() == y).mean()
+
+summary = json.load(open(summary_path))
+acan_loss, acan_accuracy = summary["test_loss"], summary["test_accuracy"]
+rows = len(y)
+print(f"{rows} test rows: acan loss {acan_loss:.6f}, accuracy {acan_accuracy:.4f}; "
+      f"PyTorch on acan's model (strict load) loss {loss:.6f}, accuracy {accuracy:.4f}")
+# The same function in float32 by two implementations: the loss to rounding, and at most one row
+# whose two largest logits are within rounding of each other may flip.
+if abs(loss - acan_loss) > 1e-4 * max(1.0, abs(loss)):
+    sys.exit(f"FAIL: test loss {acan_loss} (acan) against {loss} (PyTorch)")
+if abs(accuracy - acan_accuracy) * rows > 1.5:
+    sys.exit(f"FAIL: test accuracy {acan_accuracy} (acan) against {accuracy} (PyTorch)")
+print("ok: acan's model loads into torch.nn.Sequential (strict) and evaluates the same")
