@@ -23,6 +23,8 @@ import tomllib
 import numpy as np
 import torch
 
+from torch_layers import sequential
+
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 
 
@@ -96,7 +98,7 @@ def main():
     model_cfg, train = cfg.get("model", {}), cfg.get("train", {})
     if model_cfg.get("loss") != "softmax_cross_entropy":
         raise SystemExit("model.loss must be softmax_cross_entropy for this script")
-    widths = model_cfg["layers"]
+    widths = model_cfg.get("layers") or [0, model_cfg["layer"][-1]["out_features"]]
     act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid,
            "identity": torch.nn.Identity}[model_cfg.get("activation", "tanh")]
     epochs, batch = train.get("epochs", 2), train.get("batch", 1)
@@ -114,18 +116,26 @@ def main():
         if test is not None:
             test = ((test[0] - mean) * inv, test[1])
 
-    layers = []
-    for i in range(len(widths) - 1):
-        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
-        if i + 2 < len(widths):
-            layers.append(act())
-    net = torch.nn.Sequential(*layers)
     init = read_safetensors(os.path.join(export, "init.safetensors"))
-    linears = [m for m in net if isinstance(m, torch.nn.Linear)]
-    with torch.no_grad():
-        for i, lin in enumerate(linears):
-            lin.weight.copy_(torch.from_numpy(init[f"layers.{i}.weight"].copy()))
-            lin.bias.copy_(torch.from_numpy(init[f"layers.{i}.bias"].copy()))
+    if "layer" in model_cfg:  # a list of layers: acan's model file has nn.Sequential's names
+        net = sequential(model_cfg["layer"])
+        net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()}, strict=True)
+        shape = model_cfg.get("input_shape", [1, 28, 28])
+        x = x.reshape(x.shape[0], *shape)
+        if test is not None:
+            test = (test[0].reshape(test[0].shape[0], *shape), test[1])
+    else:
+        layers = []
+        for i in range(len(widths) - 1):
+            layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
+            if i + 2 < len(widths):
+                layers.append(act())
+        net = torch.nn.Sequential(*layers)
+        linears = [m for m in net if isinstance(m, torch.nn.Linear)]
+        with torch.no_grad():
+            for i, lin in enumerate(linears):
+                lin.weight.copy_(torch.from_numpy(init[f"layers.{i}.weight"].copy()))
+                lin.bias.copy_(torch.from_numpy(init[f"layers.{i}.bias"].copy()))
 
     rows = x.shape[0]
     order = np.fromfile(os.path.join(export, "order.bin"), dtype="<i4")
@@ -154,6 +164,7 @@ def main():
     wall = time.perf_counter() - start
 
     out = {"threads": threads, "wall_s": wall, "epochs": epochs, "rows": rows}
+    net.eval()  # dropout off, as acan evaluates
     if test is not None:
         tx, ty = torch.from_numpy(test[0]), torch.from_numpy(test[1])
         with torch.no_grad():

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/conv.h"
@@ -63,6 +64,12 @@ Result<Network> Network::Create(std::vector<LayerConfig> layers, SampleShape inp
     n.params_.push_back(b);
   }
   return n;
+}
+
+int64_t Network::LargestActivation() const {
+  int64_t largest = NumElements(input_);
+  for (const SampleShape& s : shapes_) largest = std::max(largest, NumElements(s));
+  return largest;
 }
 
 int64_t Network::NumParameters() const {

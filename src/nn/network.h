@@ -39,6 +39,8 @@ class Network {
   const SampleShape& input() const { return input_; }
   int64_t InputSize() const { return NumElements(input_); }
   int64_t OutputSize() const { return NumElements(shapes_.back()); }
+  // The floats of one sample's largest activation (the input's or any layer's output).
+  int64_t LargestActivation() const;
   const std::vector<ListParam>& params() const { return params_; }
   int64_t NumParameters() const;
 

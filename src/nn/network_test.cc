@@ -284,6 +284,12 @@ TEST(CnnTrainingTest, EveryTaskOfAListsPlanDecodesToItself) {
   t.net[0].out = int64_t{1} << 23;
   t.net[0].kernel_h = t.net[0].kernel_w = 1 << 23;
   EXPECT_FALSE(DecodeTask(EncodeTask(t)).ok());
+  // So is one whose rows times a layer's activation would be too large a tensor: 36 floats in,
+  // 4 x 6 x 6 = 144 after the convolution.
+  t = Plan::Create(job, -1, 96)->StepTasks(0, 16)[0];
+  t.rows = (int64_t{1} << 31) / 100;
+  EXPECT_TRUE(t.rows * 36 <= (int64_t{1} << 31));
+  EXPECT_FALSE(DecodeTask(EncodeTask(t)).ok());
 }
 
 TEST(CnnTrainingTest, StrategiesAndBudgetsNotYetCoveredAreRefusedByName) {

@@ -172,8 +172,10 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
     // A list's own checks (bounded sizes, shapes that fit), then an update's shard within its
     // tensor and the list's flat ends as the widths.
     Result<Network> net = Network::Create(t.net, t.input_shape);
+    // The rows times any layer's activation bounded as a tensor is (kMaxTaskElements).
     ok = net.ok() && layers == 1 && t.widths[0] == net->InputSize() &&
-         t.widths[1] == net->OutputSize() && t.batch_index >= -1;
+         t.widths[1] == net->OutputSize() && t.batch_index >= -1 &&
+         std::max<int64_t>(t.rows, 1) <= kMaxTaskElements / net->LargestActivation();
     if (ok) {
       int64_t weights = 0, rows = 0, cols = 0;
       for (const ListParam& p : net->params()) {

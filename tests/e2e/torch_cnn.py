@@ -8,6 +8,7 @@ Usage: /usr/bin/python3 tests/e2e/torch_cnn.py JOB_TOML MODEL_SAFETENSORS SUMMAR
 Exits 77 (skipped) when PyTorch is not installed."""
 import gzip
 import json
+import os
 import struct
 import sys
 import tomllib
@@ -18,39 +19,11 @@ try:
 except ImportError:
     print("skipped: python3-torch (and NumPy) are not installed")
     sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../bench"))
+from torch_layers import sequential  # noqa: E402
 
 job_path, model_path, summary_path = sys.argv[1:4]
 job = tomllib.load(open(job_path, "rb"))
-
-
-def sequential(layers):
-    out = []
-    for i, l in enumerate(layers):
-        t = l["type"]
-        if t == "conv2d":
-            k = l["kernel_size"]
-            out.append(torch.nn.Conv2d(l["in_channels"], l["out_channels"],
-                                       tuple(k) if isinstance(k, list) else k,
-                                       stride=l.get("stride", 1), padding=l.get("padding", 0),
-                                       bias=l.get("bias", True)))
-        elif t in ("max_pool2d", "avg_pool2d"):
-            k = l["kernel_size"]
-            k = tuple(k) if isinstance(k, list) else k
-            cls = torch.nn.MaxPool2d if t == "max_pool2d" else torch.nn.AvgPool2d
-            out.append(cls(k, stride=l.get("stride", k), padding=l.get("padding", 0)))
-        elif t == "flatten":
-            out.append(torch.nn.Flatten())
-        elif t == "linear":
-            out.append(torch.nn.Linear(l["in_features"], l["out_features"],
-                                       bias=l.get("bias", True)))
-        elif t in ("relu", "tanh", "sigmoid"):
-            out.append({"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh,
-                        "sigmoid": torch.nn.Sigmoid}[t]())
-        elif t == "dropout":
-            out.append(torch.nn.Dropout(l.get("p", 0.5)))
-        else:
-            sys.exit(f"FAIL: layer {i} has type {t!r}, which this test does not know")
-    return torch.nn.Sequential(*out)
 
 
 def read_safetensors(path):
