@@ -65,8 +65,9 @@ class ACAN_EXPORT Model {
 // Reads a safetensors file (F32 tensors with the names above). A short, damaged or foreign file
 // is DataLoss or InvalidArgument naming the file, the tensor and the byte offsets.
 ACAN_EXPORT Result<Model> LoadModel(const std::string& path);
-// Reads a model file for a job: a dense job's as LoadModel (its widths checked against the job's),
-// a list of layers' with nn.Sequential's names, checked layer by layer against the job's list.
+// Reads a model file for a job: a dense job's as LoadModel (Evaluate checks its widths against
+// the job's), a list of layers' with nn.Sequential's names, checked layer by layer against the
+// job's list.
 ACAN_EXPORT Result<Model> LoadModel(const std::string& path, const JobConfig& job);
 ACAN_EXPORT Status SaveModel(const Model& model, const std::string& path);
 

@@ -139,15 +139,7 @@ Result<Model> LoadModel(const std::string& path) {
 }
 
 Result<Model> LoadModel(const std::string& path, const JobConfig& job) {
-  if (!nn::IsLayerList(job.model)) {
-    ACAN_ASSIGN_OR_RETURN(Model m, LoadModel(path));
-    if (m.widths() != job.model.layers) {
-      return Status::InvalidArgument(
-          fmt::format("{}: the model's widths [{}] are not the job's model.layers [{}]", path,
-                      fmt::join(m.widths(), ", "), fmt::join(job.model.layers, ", ")));
-    }
-    return m;
-  }
+  if (!nn::IsLayerList(job.model)) return LoadModel(path);  // Evaluate checks its widths
   ACAN_ASSIGN_OR_RETURN(nn::Model m, nn::LoadJobModel(path, job));
   return nn::ToPublicModel(m);
 }

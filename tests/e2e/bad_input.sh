@@ -260,6 +260,37 @@ bias='"shape":[3],"data_offsets":[48,60]'
 safetensors bias.safetensors "${HEADER/"$bias"/'"shape":[2],"data_offsets":[48,56]'}" "$DATA"
 bad 'bias.safetensors: tensor "layers.0.bias" has shape [2] but model.layers [4, 3, 2] needs [3]' \
   eval bias.safetensors job.toml
+
+# A model as a list of layers (issue 45): a layer that does not fit, named with its index and
+# line; a model file of another model, named by tensor and layer.
+cat >cnn.toml <<'TOML'
+[model]
+input_shape = [1, 4, 4]
+[[model.layer]]
+type = "conv2d"
+in_channels = 1
+out_channels = 2
+kernel_size = 3
+padding = 1
+[[model.layer]]
+type = "max_pool2d"
+kernel_size = 2
+[[model.layer]]
+type = "flatten"
+[[model.layer]]
+type = "linear"
+in_features = 8
+out_features = 2
+[data]
+source = "synthetic"
+samples = 8
+TOML
+good train cnn.toml --out out --quiet
+sed 's/^in_features = 8/in_features = 10/' cnn.toml >cnn_linear.toml
+bad 'cnn_linear.toml:14: layer 3 (linear): expects 10 inputs, gets 8 (the output of layer 2' \
+  train cnn_linear.toml --out out
+bad 'model.safetensors: tensor "0.weight" is missing; layer 0 (conv2d) needs it with shape 2 x 1' \
+  eval model.safetensors cnn.toml
 bad 'cannot open model file "missing.safetensors"' eval missing.safetensors job.toml
 bad 'model file "folder" is a directory, not a file' eval folder job.toml
 
