@@ -117,6 +117,43 @@ int main(int argc, char** argv) {
     Write("messages", "spec" + std::to_string(n), "\x05" + nn::EncodeTask(t));
     ++n;
   }
+  // A list of layers' tasks (a convolution, pooling, dropout: TaskSpec::net), data and chain.
+  for (const char* strategy : {"data", "chain"}) {
+    const JobConfig cnn = ParseJobString(std::string(R"([model]
+input_shape = [1, 6, 6]
+loss = "softmax_cross_entropy"
+[[model.layer]]
+type = "conv2d"
+in_channels = 1
+out_channels = 2
+kernel_size = 3
+padding = 1
+[[model.layer]]
+type = "max_pool2d"
+kernel_size = 2
+[[model.layer]]
+type = "flatten"
+[[model.layer]]
+type = "dropout"
+[[model.layer]]
+type = "linear"
+in_features = 18
+out_features = 3
+[data]
+source = "synthetic"
+samples = 32
+[train]
+batch = 8
+momentum = 0.9
+[partition]
+task_size = 4
+strategy = ")") + strategy + "\"\n")
+                                .value();
+    const nn::Plan net_plan = nn::Plan::Create(cnn, -1, 32).value();
+    for (const nn::TaskSpec& t : net_plan.StepTasks(1, cnn.train.batch)) {
+      Write("messages", "spec" + std::to_string(n++), "\x05" + nn::EncodeTask(t));
+    }
+  }
   runtime::DoneMessage done;
   done.attempt = 1;
   done.handler = 4;
