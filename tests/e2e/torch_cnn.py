@@ -20,24 +20,11 @@ except ImportError:
     print("skipped: python3-torch (and NumPy) are not installed")
     sys.exit(77)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../bench"))
+from torch_fashion import read_safetensors  # noqa: E402
 from torch_layers import sequential  # noqa: E402
 
 job_path, model_path, summary_path = sys.argv[1:4]
 job = tomllib.load(open(job_path, "rb"))
-
-
-def read_safetensors(path):
-    blob = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        a = np.frombuffer(blob[8 + n + begin:8 + n + end], dtype="<f4").reshape(info["shape"])
-        tensors[name] = torch.from_numpy(a.copy())
-    return tensors
 
 
 def read_idx(path, dims):
@@ -47,7 +34,7 @@ def read_idx(path, dims):
 
 
 model = sequential(job["model"]["layer"])
-state = read_safetensors(model_path)
+state = {k: torch.from_numpy(v.copy()) for k, v in read_safetensors(model_path).items()}
 model.load_state_dict(state, strict=True)  # raises on a missing, surplus or mis-shaped tensor
 model.eval()
 
