@@ -37,8 +37,7 @@ Result<std::vector<SampleShape>> LayerShapes(const std::vector<LayerConfig>& lay
                                              const std::vector<std::string>& where) {
   if (layers.empty()) return Status::InvalidArgument("a model's layer list is empty");
   if (layers.size() > kMaxLayers) {
-    return Status::InvalidArgument(
-        fmt::format("{} layers, at most {}", layers.size(), kMaxLayers));
+    return Status::InvalidArgument(fmt::format("{} layers, at most {}", layers.size(), kMaxLayers));
   }
   // Every size is bounded before it is multiplied, so that no list (a task's, from the space)
   // overflows: a dimension, a kernel, a stride, a padding at most kMaxDim, a sample's floats
@@ -56,21 +55,23 @@ Result<std::vector<SampleShape>> LayerShapes(const std::vector<LayerConfig>& lay
         "the input shape {} is not [features] or [channels, height, width] of at most {} floats",
         ToString(input), kMaxElements));
   }
+  auto at = [&](size_t i) {
+    return (i < where.size() && !where[i].empty() ? where[i] + ": " : std::string()) +
+           fmt::format("layer {} ({}): ", i, ToString(layers[i].type));
+  };
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerConfig& l = layers[i];
     for (int64_t v : {l.in, l.out, l.kernel_h, l.kernel_w, l.stride, l.padding}) {
       if (v < 0 || v > kMaxDim) {
-        return Status::InvalidArgument(fmt::format(
-            "layer {} ({}): a size of {} is out of range [0, {}]", i, ToString(l.type), v,
-            kMaxDim));
+        return Status::InvalidArgument(
+            fmt::format("{}a size of {} is out of range [0, {}]", at(i), v, kMaxDim));
       }
     }
     if (l.type == LayerType::kConv2d || l.type == LayerType::kLinear) {
       if (!bounded({std::max<int64_t>(l.out, 1), std::max<int64_t>(l.in, 1),
                     std::max<int64_t>(l.kernel_h, 1), std::max<int64_t>(l.kernel_w, 1)})) {
-        return Status::InvalidArgument(fmt::format(
-            "layer {} ({}): its weight has more than {} floats", i, ToString(l.type),
-            kMaxElements));
+        return Status::InvalidArgument(
+            fmt::format("{}its weight has more than {} floats", at(i), kMaxElements));
       }
     }
   }
@@ -78,14 +79,10 @@ Result<std::vector<SampleShape>> LayerShapes(const std::vector<LayerConfig>& lay
   SampleShape in = input;
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerConfig& l = layers[i];
-    const std::string name = fmt::format("layer {} ({})", i, ToString(l.type));
     const std::string from =
         i == 0 ? "the input"
                : fmt::format("the output of layer {} ({})", i - 1, ToString(layers[i - 1].type));
-    auto fail = [&](const std::string& what) {
-      const std::string prefix = i < where.size() && !where[i].empty() ? where[i] + ": " : "";
-      return Status::InvalidArgument(prefix + name + ": " + what);
-    };
+    auto fail = [&](const std::string& what) { return Status::InvalidArgument(at(i) + what); };
     SampleShape out = in;
     switch (l.type) {
       case LayerType::kConv2d:

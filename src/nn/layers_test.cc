@@ -138,6 +138,13 @@ TEST(LayersTest, BadKeysTypesAndFormsAreRefusedWithTheirPlace) {
   EXPECT_NE(e.find("unknown key \"model.layer[9].q\""), std::string::npos) << e;
 
   job = Cnn();
+  job.replace(job.find("out_channels = 64"), 17, "out_channels = -4");
+  e = Error(job);
+  EXPECT_NE(e.find("cnn.toml:15: layer 3 (conv2d): a size of -4 is out of range"),
+            std::string::npos)
+      << e;
+
+  job = Cnn();
   job.replace(job.find("p = 0.5"), 7, "p = 1.0");
   e = Error(job);
   EXPECT_NE(e.find("layer 9 (dropout): p must be in [0, 1), is 1"), std::string::npos) << e;
