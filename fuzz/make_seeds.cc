@@ -148,7 +148,7 @@ momentum = 0.9
 [partition]
 task_size = 4
 strategy = ")") + strategy + "\"\n")
-                                .value();
+                              .value();
     const nn::Plan net_plan = nn::Plan::Create(cnn, -1, 32).value();
     for (const nn::TaskSpec& t : net_plan.StepTasks(1, cnn.train.batch)) {
       Write("messages", "spec" + std::to_string(n++), "\x05" + nn::EncodeTask(t));

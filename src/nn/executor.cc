@@ -167,11 +167,15 @@ Status RunListMicroBatch(const TaskSpec& t, Inputs in, std::vector<std::vector<f
   for (size_t i = 0; i < net.params().size(); ++i) params.push_back(in[2 + i].data());
   std::vector<int64_t> samples(static_cast<size_t>(t.rows));
   for (int64_t i = 0; i < t.rows; ++i) samples[size_t(i)] = t.r0 + i;
-  Network::Batch b{in[0].data(), in[1].data(), t.rows, samples.data(),
-                   t.batch_index >= 0 ? t.batch_index : t.step, t.seed};
+  Network::Batch b{in[0].data(),
+                   in[1].data(),
+                   t.rows,
+                   samples.data(),
+                   t.batch_index >= 0 ? t.batch_index : t.step,
+                   t.seed};
   std::vector<std::vector<float>> grads;
-  ACAN_ASSIGN_OR_RETURN(LossValue v, net.Run(b, params, t.loss, 1.0 / static_cast<double>(t.batch),
-                                             true, &grads));
+  ACAN_ASSIGN_OR_RETURN(
+      LossValue v, net.Run(b, params, t.loss, 1.0 / static_cast<double>(t.batch), true, &grads));
   (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
   for (size_t i = 0; i < grads.size(); ++i) (*out)[1 + i] = std::move(grads[i]);
   return Status::Ok();

@@ -610,8 +610,7 @@ Status ValidateJob(const JobConfig& job) {
     std::vector<int64_t> widths;
     Activation activation = job.model.activation;
     if (!nn::AsDenseStack(job.model.layer, *input, &widths, &activation)) {
-      if (job.partition.strategy != Strategy::kData &&
-          job.partition.strategy != Strategy::kChain) {
+      if (job.partition.strategy != Strategy::kData && job.partition.strategy != Strategy::kChain) {
         return Status::InvalidArgument(fmt::format(
             "model.layer: a list of layers that is not a stack of linear layers trains with "
             "partition.strategy = \"data\" or \"chain\" so far, not \"{}\" (issue 45, in "
@@ -622,8 +621,7 @@ Status ValidateJob(const JobConfig& job) {
         return Status::InvalidArgument(
             "model.layer: memory budgets do not cover a list of layers yet (issue 45)");
       }
-      const std::vector<int64_t> ends = {nn::NumElements(*input),
-                                         nn::NumElements(shapes->back())};
+      const std::vector<int64_t> ends = {nn::NumElements(*input), nn::NumElements(shapes->back())};
       if (layers != ends) {
         return Status::InvalidArgument(
             "model.layers must be the layer list's flattened input and output widths");

@@ -12,8 +12,8 @@
 #include "nn/executor.h"
 #include "nn/model.h"
 #include "nn/plan.h"
-#include "nn/task.h"
 #include "nn/rng.h"
+#include "nn/task.h"
 #include "nn/trainer.h"
 
 namespace acan::nn {

@@ -27,8 +27,8 @@ bool Plan::IsStateKey(std::string_view key) {
 int64_t Plan::Parameters(const JobConfig& job) {
   if (IsLayerList(job.model)) {
     Result<std::vector<int64_t>> input = LayerListInput(job);
-    Result<Network> net = input.ok() ? Network::Create(job.model.layer, *input)
-                                     : Result<Network>(input.status());
+    Result<Network> net =
+        input.ok() ? Network::Create(job.model.layer, *input) : Result<Network>(input.status());
     return net.ok() ? net->NumParameters() : 0;
   }
   int64_t n = 0;

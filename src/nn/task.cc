@@ -158,8 +158,9 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
             static_cast<int>(t.activation) >= 0 && t.activation <= Activation::kIdentity &&
             static_cast<int>(t.loss) >= 0 && t.loss <= LossKind::kSoftmaxCrossEntropy &&
             layers >= 1 && t.layer >= 0 && (t.layer < layers || !t.net.empty()) &&
-            t.layer_end >= 0 && (t.layer_end <= layers || !t.net.empty()) && t.rows >= 0 && t.batch >= 1 && t.parts >= 0 && t.block >= 0 &&
-            t.r0 >= 0 && t.r0 <= t.r1 && t.c0 >= 0 && t.c0 <= t.c1;
+            t.layer_end >= 0 && (t.layer_end <= layers || !t.net.empty()) && t.rows >= 0 &&
+            t.batch >= 1 && t.parts >= 0 && t.block >= 0 && t.r0 >= 0 && t.r0 <= t.r1 &&
+            t.c0 >= 0 && t.c0 <= t.c1;
   // Every size bounded before any is multiplied (docs/operations.md, "Limits"): a task's tensor
   // is at most kMaxTaskElements floats, whatever its message says.
   ok = ok && layers <= kMaxTaskLayers && t.rows <= kMaxTaskElements && t.batch <= kMaxTaskElements;

@@ -87,15 +87,14 @@ Status Manager::AuditEnd() {
     ACAN_ASSIGN_OR_RETURN(const nn::Model model, ReadModel(space_, layout_, *plan_, last));
     model_sha256 = nn::ModelSha256(model);
   } else {
-    ACAN_ASSIGN_OR_RETURN(
-        model_sha256,
-        nn::StreamedModelSha256(
-            plan_->widths(),
-            [&](int layer, bool bias, int64_t r0, int64_t r1) -> Result<std::vector<float>> {
-              ACAN_RETURN_IF_ERROR(keep());
-              return rows(layer, bias, r0, r1);
-            },
-            ReadBandRows(*plan_, options_.memory)));
+    ACAN_ASSIGN_OR_RETURN(model_sha256, nn::StreamedModelSha256(
+                                            plan_->widths(),
+                                            [&](int layer, bool bias, int64_t r0,
+                                                int64_t r1) -> Result<std::vector<float>> {
+                                              ACAN_RETURN_IF_ERROR(keep());
+                                              return rows(layer, bias, r0, r1);
+                                            },
+                                            ReadBandRows(*plan_, options_.memory)));
   }
   // Every shard's final version, hashed as it is read: a model altered after the fact is named
   // tensor by tensor (acan audit verify --model).
