@@ -602,35 +602,7 @@ std::string JobConfig::Resolve(const std::string& path) const {
 
 Status ValidateJob(const JobConfig& job) {
   const auto& layers = job.model.layers;
-  if (!job.model.layer.empty()) {
-    Result<nn::SampleShape> input = nn::ListInputShape(job.model, job.data.source);
-    if (!input.ok()) return input.status();
-    Result<std::vector<nn::SampleShape>> shapes = nn::LayerShapes(job.model.layer, *input);
-    if (!shapes.ok()) return shapes.status();
-    std::vector<int64_t> widths;
-    Activation activation = job.model.activation;
-    if (!nn::AsDenseStack(job.model.layer, *input, &widths, &activation)) {
-      if (job.partition.strategy != Strategy::kData && job.partition.strategy != Strategy::kChain) {
-        return Status::InvalidArgument(fmt::format(
-            "model.layer: a list of layers that is not a stack of linear layers trains with "
-            "partition.strategy = \"data\" or \"chain\" so far, not \"{}\" (issue 45, in "
-            "progress)",
-            ToString(job.partition.strategy)));
-      }
-      if (!job.runtime.handler_memory.empty() || job.runtime.manager_memory > 0) {
-        return Status::InvalidArgument(
-            "model.layer: memory budgets do not cover a list of layers yet (issue 45)");
-      }
-      const std::vector<int64_t> ends = {nn::NumElements(*input), nn::NumElements(shapes->back())};
-      if (layers != ends) {
-        return Status::InvalidArgument(
-            "model.layers must be the layer list's flattened input and output widths");
-      }
-    } else if (widths != layers || activation != job.model.activation) {
-      return Status::InvalidArgument(
-          "model.layers and model.activation must be the layer list's widths and activation");
-    }
-  }
+  if (!job.model.layer.empty()) ACAN_RETURN_IF_ERROR(nn::CheckLayerList(job));
   if (layers.size() < 2) {
     return Status::InvalidArgument("model.layers needs at least two widths (input, output)");
   }
@@ -722,109 +694,6 @@ Result<JobConfig> ParseJobFile(const std::string& path) {
   job.base_dir = slash == std::string::npos ? "" : path.substr(0, slash);
   if (slash == 0) job.base_dir = "/";
   return job;
-}
-
-std::string ToToml(const JobConfig& job) {
-  auto ints = [](const std::vector<int64_t>& v) {
-    toml::array a;
-    for (int64_t x : v) a.push_back(x);
-    return a;
-  };
-  toml::array speeds;
-  for (double x : job.chaos.speeds) speeds.push_back(x);
-  auto path = [&](const std::string& p) {
-    return p.empty() ? p : std::filesystem::absolute(job.Resolve(p)).lexically_normal().string();
-  };
-  toml::table model{
-      {"activation", std::string(ToString(job.model.activation))},
-      {"loss", std::string(ToString(job.model.loss))},
-      {"init", job.model.init == "xavier_uniform" || job.model.init == "kaiming_uniform" ||
-                       job.model.init == "zeros"
-                   ? job.model.init
-                   : path(job.model.init)}};
-  if (job.model.layer.empty()) {
-    model.insert("layers", ints(job.model.layers));
-  } else {
-    toml::array list;
-    for (const LayerConfig& l : job.model.layer) {
-      toml::table t{{"type", std::string(ToString(l.type))}};
-      const bool conv = l.type == LayerType::kConv2d;
-      if (conv || l.type == LayerType::kLinear) {
-        t.insert(conv ? "in_channels" : "in_features", l.in);
-        t.insert(conv ? "out_channels" : "out_features", l.out);
-        t.insert("bias", l.bias);
-      }
-      if (conv || l.type == LayerType::kMaxPool2d || l.type == LayerType::kAvgPool2d) {
-        t.insert("kernel_size", toml::array{l.kernel_h, l.kernel_w});
-        if (l.stride > 0) t.insert("stride", l.stride);
-        t.insert("padding", l.padding);
-      }
-      if (l.type == LayerType::kDropout) t.insert("p", l.p);
-      list.push_back(std::move(t));
-    }
-    model.insert("layer", std::move(list));
-    if (!job.model.input_shape.empty()) model.insert("input_shape", ints(job.model.input_shape));
-  }
-  toml::table data{{"source", std::string(ToString(job.data.source))},
-                   {"samples", job.data.samples},
-                   {"limit", job.data.limit},
-                   {"path", path(job.data.path)},
-                   {"images", path(job.data.images)},
-                   {"labels", path(job.data.labels)},
-                   {"shuffle", job.data.shuffle},
-                   {"scale", std::string(ToString(job.data.scale))},
-                   {"standardize", job.data.standardize},
-                   {"test_path", path(job.data.test_path)},
-                   {"test_images", path(job.data.test_images)},
-                   {"test_labels", path(job.data.test_labels)},
-                   {"test_limit", job.data.test_limit}};
-  toml::table train{{"epochs", job.train.epochs},
-                    {"batch", job.train.batch},
-                    {"lr", job.train.lr},
-                    {"momentum", job.train.momentum},
-                    {"lr_decay", job.train.lr_decay},
-                    {"lr_decay_steps", job.train.lr_decay_steps},
-                    {"seed", static_cast<int64_t>(job.train.seed)}};
-  toml::table partition{{"strategy", std::string(ToString(job.partition.strategy))},
-                        {"task_size", job.partition.task_size},
-                        {"stages", job.partition.stages}};
-  if (!job.partition.tile_bands.empty()) {
-    toml::array bands;
-    for (const TileBand& b : job.partition.tile_bands) {
-      toml::table band{{"edge", b.edge}, {"share", b.share}};
-      if (b.budget > 0) band.insert("budget", FormatByteSize(b.budget));
-      bands.push_back(std::move(band));
-    }
-    partition.insert("tile_bands", std::move(bands));
-  }
-  toml::table runtime{{"handlers", job.runtime.handlers},
-                      {"window", job.runtime.window},
-                      {"space", job.runtime.space},
-                      {"speculate", job.runtime.speculate}};
-  if (!job.runtime.handler_memory.empty()) {
-    toml::array sizes;
-    for (int64_t b : job.runtime.handler_memory) sizes.push_back(FormatByteSize(b));
-    runtime.insert("handler_memory", std::move(sizes));
-  }
-  if (job.runtime.manager_memory > 0)
-    runtime.insert("manager_memory", FormatByteSize(job.runtime.manager_memory));
-  toml::table root{{"model", std::move(model)},
-                   {"data", std::move(data)},
-                   {"train", std::move(train)},
-                   {"partition", std::move(partition)},
-                   {"runtime", std::move(runtime)}};
-  if (job.chaos.enabled) {
-    root.insert("chaos", toml::table{{"speeds", std::move(speeds)},
-                                     {"speed_change_s", job.chaos.speed_change_s},
-                                     {"crash_interval_s", job.chaos.crash_interval_s},
-                                     {"crash_probability", job.chaos.crash_probability},
-                                     {"crash_manager", job.chaos.crash_manager},
-                                     {"speed_change_steps", job.chaos.speed_change_steps},
-                                     {"crash_interval_steps", job.chaos.crash_interval_steps}});
-  }
-  std::ostringstream out;
-  out << toml::toml_formatter(root);
-  return out.str();
 }
 
 }  // namespace acan

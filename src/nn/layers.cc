@@ -202,4 +202,36 @@ bool AsDenseStack(const std::vector<LayerConfig>& layers, const SampleShape& inp
   return true;
 }
 
+Status CheckLayerList(const JobConfig& job) {
+  const std::vector<int64_t>& layers = job.model.layers;
+  Result<SampleShape> input = ListInputShape(job.model, job.data.source);
+  if (!input.ok()) return input.status();
+  Result<std::vector<SampleShape>> shapes = LayerShapes(job.model.layer, *input);
+  if (!shapes.ok()) return shapes.status();
+  std::vector<int64_t> widths;
+  Activation activation = job.model.activation;
+  if (!AsDenseStack(job.model.layer, *input, &widths, &activation)) {
+    if (job.partition.strategy != Strategy::kData && job.partition.strategy != Strategy::kChain) {
+      return Status::InvalidArgument(fmt::format(
+          "model.layer: a list of layers that is not a stack of linear layers trains with "
+          "partition.strategy = \"data\" or \"chain\" so far, not \"{}\" (issue 45, in "
+          "progress)",
+          ToString(job.partition.strategy)));
+    }
+    if (!job.runtime.handler_memory.empty() || job.runtime.manager_memory > 0) {
+      return Status::InvalidArgument(
+          "model.layer: memory budgets do not cover a list of layers yet (issue 45)");
+    }
+    const std::vector<int64_t> ends = {NumElements(*input), NumElements(shapes->back())};
+    if (layers != ends) {
+      return Status::InvalidArgument(
+          "model.layers must be the layer list's flattened input and output widths");
+    }
+  } else if (widths != layers || activation != job.model.activation) {
+    return Status::InvalidArgument(
+        "model.layers and model.activation must be the layer list's widths and activation");
+  }
+  return Status::Ok();
+}
+
 }  // namespace acan::nn

@@ -46,4 +46,9 @@ Window2d WindowOf(const LayerConfig& layer, const SampleShape& input);
 bool AsDenseStack(const std::vector<LayerConfig>& layers, const SampleShape& input,
                   std::vector<int64_t>* widths, Activation* activation);
 
+// ValidateJob's rules for a job whose model is a list of layers: the shapes fit; a list that is no
+// dense stack uses the data or chain strategy and no memory budget, and model.layers holds its
+// flattened ends; a dense stack's model.layers and activation are its own.
+Status CheckLayerList(const JobConfig& job);
+
 }  // namespace acan::nn
