@@ -34,7 +34,13 @@ echo "stopped nats-server (pid $ns) in the middle of the run"
 sleep 1  # both are now retrying a server that is gone
 
 # gone PID: true once PID has exited (a zombie counts as exited).
-gone() { [[ ! -e /proc/$1/stat ]] || [[ $(awk '{print $3}' "/proc/$1/stat" 2> /dev/null) == Z ]]; }
+# The state is read once: a process reaped between two reads of /proc (bash reaps its children
+# when they end) reads as nothing, which counts as gone too.
+gone() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2> /dev/null) || true
+  [[ -z $state || $state == Z ]]
+}
 declare -A sent took code
 for role in handler manager; do
   pid=${!role}

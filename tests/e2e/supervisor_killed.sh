@@ -29,7 +29,13 @@ wait_line "$work/train.log" "holds the lease" > /dev/null || fail "the run did n
 sleep 1  # steps under way
 
 # gone PID: true once PID has exited (a zombie, not yet reaped by its new parent, counts).
-gone() { [[ ! -e /proc/$1/stat ]] || [[ $(awk '{print $3}' "/proc/$1/stat" 2> /dev/null) == Z ]]; }
+# The state is read once: a process reaped between two reads of /proc (bash reaps its children
+# when they end) reads as nothing, which counts as gone too.
+gone() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2> /dev/null) || true
+  [[ -z $state || $state == Z ]]
+}
 mapfile -t children < <(ps -o pid= --ppid "$run" | tr -d ' ')
 server=""
 for p in "${children[@]}"; do
