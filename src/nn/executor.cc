@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "nn/kernels.h"
@@ -181,6 +182,68 @@ Status RunListMicroBatch(const TaskSpec& t, Inputs in, std::vector<std::vector<f
   return Status::Ok();
 }
 
+// A list's pipeline stage (weight layers [t.layer, t.layer_end)): its layers and parameters.
+struct ListStage {
+  Network net;
+  int i0 = 0, i1 = 0;  // its layers
+  int p0 = 0, p1 = 0;  // its parameters
+};
+ListStage StageOf(const TaskSpec& t) {
+  ListStage s{NetOf(t)};
+  std::tie(s.i0, s.i1) = s.net.StageLayers(t.layer, t.layer_end);
+  std::tie(s.p0, s.p1) = s.net.ParamRange(s.i0, s.i1);
+  return s;
+}
+void AppendStageParamSizes(const ListStage& s, std::vector<int64_t>* out) {
+  for (int p = s.p0; p < s.p1; ++p) out->push_back(s.net.params()[size_t(p)].Size());
+}
+
+// What a list's stage task passes the network: its micro-batch's rows (dropout's samples).
+struct StageBatch {
+  std::vector<int64_t> samples;
+  Network::Batch batch;
+  explicit StageBatch(const TaskSpec& t) : samples(static_cast<size_t>(t.rows)) {
+    for (int64_t i = 0; i < t.rows; ++i) samples[size_t(i)] = t.r0 + i;
+    batch.rows = t.rows;
+    batch.samples = samples.data();
+    batch.epoch = t.batch_index >= 0 ? t.batch_index : t.step;
+    batch.seed = t.seed;
+  }
+};
+
+// A list's stage forward: the stage's output from its input. Inputs: the stage's input, its
+// parameters.
+Status RunListStageForward(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  const ListStage s = StageOf(t);
+  std::vector<const float*> params(s.net.params().size(), nullptr);
+  for (int p = s.p0; p < s.p1; ++p) params[size_t(p)] = in[size_t(1 + p - s.p0)].data();
+  StageBatch b(t);
+  std::vector<std::vector<float>> acts;
+  ACAN_RETURN_IF_ERROR(s.net.ForwardRange(b.batch, s.i0, s.i1, in[0].data(), params, true, &acts));
+  (*out)[0] = std::move(acts[size_t(s.i1)]);
+  return Status::Ok();
+}
+
+// A list's stage backward: the stage forward again from its input, then back through it.
+// Inputs: d loss / d (the stage's output), the stage's input, its parameters. Outputs: their
+// gradients, then (not the first stage) d loss / d (the stage's input).
+Status RunListStageBackward(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
+  const ListStage s = StageOf(t);
+  std::vector<const float*> params(s.net.params().size(), nullptr);
+  for (int p = s.p0; p < s.p1; ++p) params[size_t(p)] = in[size_t(2 + p - s.p0)].data();
+  StageBatch b(t);
+  std::vector<std::vector<float>> acts, grads(s.net.params().size());
+  ACAN_RETURN_IF_ERROR(s.net.ForwardRange(b.batch, s.i0, s.i1, in[1].data(), params, true, &acts));
+  const bool first = t.layer == 0;
+  std::vector<float> dx;
+  s.net.BackwardRange(b.batch, s.i0, s.i1, in[1].data(), acts,
+                      std::vector<float>(in[0].begin(), in[0].end()), params, true, &grads,
+                      first ? nullptr : &dx);
+  for (int p = s.p0; p < s.p1; ++p) (*out)[size_t(p - s.p0)] = std::move(grads[size_t(p)]);
+  if (!first) (*out)[size_t(s.p1 - s.p0)] = std::move(dx);
+  return Status::Ok();
+}
+
 // The chain: mini-batch after mini-batch, exactly the data strategy's micro-batch task (one
 // micro-batch) and then the update task of each shard, run through ExecuteTask with the same
 // specs the data plan makes, so the bits match it. The running state lives in the outputs.
@@ -290,11 +353,23 @@ std::vector<int64_t> InputSizes(const TaskSpec& t) {
       AppendShardSizes(t, &s);
       return s;
     case TaskOp::kStageForward:
+      if (!t.net.empty()) {
+        const ListStage st = StageOf(t);
+        s = {t.rows * st.net.ActivationSize(st.i0)};
+        AppendStageParamSizes(st, &s);
+        return s;
+      }
       s = {t.rows * t.widths[t.layer]};
       for (int l = t.layer; l < t.layer_end; ++l)
         s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
       return s;
     case TaskOp::kStageBackward:
+      if (!t.net.empty()) {
+        const ListStage st = StageOf(t);
+        s = {t.rows * st.net.ActivationSize(st.i1), t.rows * st.net.ActivationSize(st.i0)};
+        AppendStageParamSizes(st, &s);
+        return s;
+      }
       s = {t.rows * t.widths[t.layer_end], t.rows * t.widths[t.layer]};
       for (int l = t.layer; l + 1 < t.layer_end; ++l) s.push_back(t.rows * t.widths[l + 1]);
       for (int l = t.layer; l < t.layer_end; ++l) s.push_back(WeightSize(t, l));
@@ -333,9 +408,19 @@ std::vector<int64_t> OutputSizes(const TaskSpec& t) {
       AppendShardSizes(t, &s);
       return s;
     case TaskOp::kStageForward:
+      if (!t.net.empty()) {
+        const ListStage st = StageOf(t);
+        return {t.rows * st.net.ActivationSize(st.i1)};
+      }
       for (int l = t.layer; l < t.layer_end; ++l) s.push_back(t.rows * t.widths[l + 1]);
       return s;
     case TaskOp::kStageBackward:
+      if (!t.net.empty()) {
+        const ListStage st = StageOf(t);
+        AppendStageParamSizes(st, &s);
+        if (t.layer > 0) s.push_back(t.rows * st.net.ActivationSize(st.i0));
+        return s;
+      }
       for (int l = t.layer; l < t.layer_end; ++l)
         s.insert(s.end(), {WeightSize(t, l), t.widths[l + 1]});
       if (t.layer > 0) s.push_back(t.rows * t.widths[t.layer]);
@@ -449,6 +534,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       break;
     }
     case TaskOp::kStageForward: {
+      if (!t.net.empty()) return RunListStageForward(t, in, out);
       const int n = t.layer_end - t.layer;
       std::vector<const float*> w(n), b(n);
       for (int i = 0; i < n; ++i) w[i] = in[1 + 2 * i].data(), b[i] = in[2 + 2 * i].data();
@@ -456,6 +542,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
       break;
     }
     case TaskOp::kStageBackward: {
+      if (!t.net.empty()) return RunListStageBackward(t, in, out);
       const int n = t.layer_end - t.layer;
       std::vector<const float*> acts(n), w(n);
       for (int i = 0; i < n; ++i) acts[i] = in[1 + i].data();

@@ -211,11 +211,11 @@ Status CheckLayerList(const JobConfig& job) {
   std::vector<int64_t> widths;
   Activation activation = job.model.activation;
   if (!AsDenseStack(job.model.layer, *input, &widths, &activation)) {
-    if (job.partition.strategy != Strategy::kData && job.partition.strategy != Strategy::kChain) {
+    if (job.partition.strategy == Strategy::kTiles) {
       return Status::InvalidArgument(fmt::format(
           "model.layer: a list of layers that is not a stack of linear layers trains with "
-          "partition.strategy = \"data\" or \"chain\" so far, not \"{}\" (issue 45, in "
-          "progress)",
+          "partition.strategy = \"data\", \"pipeline\" or \"chain\" so far, not \"{}\" "
+          "(issue 45, in progress)",
           ToString(job.partition.strategy)));
     }
     if (!job.runtime.handler_memory.empty() || job.runtime.manager_memory > 0) {

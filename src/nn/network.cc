@@ -101,22 +101,60 @@ Result<std::vector<std::vector<float>>> Network::InitialParams(std::string_view 
   return out;
 }
 
-Status Network::Forward(const Batch& batch, std::span<const float* const> params, bool training,
-                        std::vector<std::vector<float>>* acts_out) const {
+Status Network::CheckParams(std::span<const float* const> params) const {
   if (params.size() != params_.size()) {
     return Status::InvalidArgument(fmt::format("the network has {} parameter tensors, {} given",
                                                params_.size(), params.size()));
   }
+  return Status::Ok();
+}
+
+std::pair<int, int> Network::StageLayers(int w0, int w1) const {
+  // The list index of weight layer w: the first layer of the list for 0, its end for all of them.
+  auto start = [&](int w) {
+    if (w == 0) return 0;
+    int weights = 0;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      if (first_param_[i] >= 0 && weights++ == w) return static_cast<int>(i);
+    }
+    return static_cast<int>(layers_.size());
+  };
+  return {start(w0), start(w1)};
+}
+
+int64_t Network::ActivationSize(int i) const {
+  return NumElements(i == 0 ? input_ : shapes_[size_t(i) - 1]);
+}
+
+std::pair<int, int> Network::ParamRange(int i0, int i1) const {
+  int p0 = static_cast<int>(params_.size()), p1 = p0;
+  for (int i = i0; i < i1; ++i) {
+    if (first_param_[size_t(i)] < 0) continue;
+    p0 = std::min(p0, first_param_[size_t(i)]);
+    p1 = first_param_[size_t(i)] + (layers_[size_t(i)].bias ? 2 : 1);
+  }
+  return {p0, std::max(p0, p1)};
+}
+
+Status Network::Forward(const Batch& batch, std::span<const float* const> params, bool training,
+                        std::vector<std::vector<float>>* acts) const {
+  ACAN_RETURN_IF_ERROR(CheckParams(params));
+  return ForwardRange(batch, 0, static_cast<int>(layers_.size()), batch.x, params, training, acts);
+}
+
+Status Network::ForwardRange(const Batch& batch, int i0, int i1, const float* x,
+                             std::span<const float* const> params, bool training,
+                             std::vector<std::vector<float>>* acts_out) const {
   const int64_t rows = batch.rows;
   const size_t n = layers_.size();
   std::vector<std::vector<float>>& acts = *acts_out;
   acts.resize(n + 1);
   std::vector<float> scratch;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = size_t(i0); i < size_t(i1); ++i) {
     const LayerConfig& l = layers_[i];
     const SampleShape& in_shape = i == 0 ? input_ : shapes_[i - 1];
     const int64_t in_size = NumElements(in_shape), out_size = NumElements(shapes_[i]);
-    const float* in = i == 0 ? batch.x : acts[i].data();
+    const float* in = i == size_t(i0) ? x : acts[i].data();
     std::vector<float>& out = acts[i + 1];
     const int p = first_param_[i];
     const float* bias = p >= 0 && l.bias ? params[size_t(p) + 1] : nullptr;
@@ -176,8 +214,6 @@ Result<LossValue> Network::Run(const Batch& batch, std::span<const float* const>
   const size_t n = layers_.size();
   std::vector<std::vector<float>> acts;
   ACAN_RETURN_IF_ERROR(Forward(batch, params, training, &acts));
-  std::vector<float> scratch;
-  auto input_of = [&](size_t i) { return i == 0 ? batch.x : acts[i].data(); };
   const int64_t outputs = OutputSize();
   std::vector<float> dz;
   if (grads != nullptr) dz.resize(size_t(rows * outputs));
@@ -186,16 +222,26 @@ Result<LossValue> Network::Run(const Batch& batch, std::span<const float* const>
                                     grads != nullptr ? dz.data() : nullptr));
   if (logits != nullptr) *logits = acts[n];
   if (grads == nullptr) return value;
-
   grads->assign(params_.size(), {});
-  std::vector<float> dx;
-  for (size_t i = n; i-- > 0;) {
+  BackwardRange(batch, 0, static_cast<int>(n), batch.x, acts, std::move(dz), params, training,
+                grads, nullptr);
+  return value;
+}
+
+void Network::BackwardRange(const Batch& batch, int i0, int i1, const float* x,
+                            const std::vector<std::vector<float>>& acts, std::vector<float> dz,
+                            std::span<const float* const> params, bool training,
+                            std::vector<std::vector<float>>* grads,
+                            std::vector<float>* dx_out) const {
+  const int64_t rows = batch.rows;
+  std::vector<float> scratch, dx;
+  for (size_t i = size_t(i1); i-- > size_t(i0);) {
     const LayerConfig& l = layers_[i];
     const SampleShape& in_shape = i == 0 ? input_ : shapes_[i - 1];
     const int64_t in_size = NumElements(in_shape);
-    const float* in = input_of(i);
+    const float* in = i == size_t(i0) ? x : acts[i].data();
     const int p = first_param_[i];
-    const bool need_dx = i > 0;
+    const bool need_dx = i > size_t(i0) || dx_out != nullptr;
     switch (l.type) {
       case LayerType::kLinear: {
         std::vector<float>& gw = (*grads)[size_t(p)];
@@ -253,7 +299,7 @@ Result<LossValue> Network::Run(const Batch& batch, std::span<const float* const>
         break;
     }
   }
-  return value;
+  if (dx_out != nullptr) *dx_out = std::move(dz);
 }
 
 }  // namespace acan::nn

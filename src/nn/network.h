@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acan/job.h"
@@ -72,6 +73,29 @@ class Network {
   // x.
   Result<std::vector<float>> Predict(const float* x, int64_t rows,
                                      std::span<const float* const> params) const;
+
+  // A pipeline stage's layers: those of weight layers [w0, w1) (counting the layers with weights
+  // from 0), each with the layers without weights after it, the first stage also with those
+  // before it: [first, end) in layers().
+  std::pair<int, int> StageLayers(int w0, int w1) const;
+  // The floats of one sample entering layer i (i = the list's length: the output).
+  int64_t ActivationSize(int i) const;
+  // The parameters of layers [i0, i1): [first, end) in params().
+  std::pair<int, int> ParamRange(int i0, int i1) const;
+  // Layers [i0, i1) forward from x (the input of layer i0): (*acts)[i + 1] the output of layer
+  // i, sized for the whole list. params: all of params() (those of other layers unread).
+  Status ForwardRange(const Batch& batch, int i0, int i1, const float* x,
+                      std::span<const float* const> params, bool training,
+                      std::vector<std::vector<float>>* acts) const;
+  // Layers [i0, i1) backward: dz is d loss / d (the output of layer i1 - 1), acts what
+  // ForwardRange made from x. Writes (*grads)[k] for each parameter k of those layers and, when
+  // dx is not null, d loss / d x.
+  void BackwardRange(const Batch& batch, int i0, int i1, const float* x,
+                     const std::vector<std::vector<float>>& acts, std::vector<float> dz,
+                     std::span<const float* const> params, bool training,
+                     std::vector<std::vector<float>>* grads, std::vector<float>* dx) const;
+  // InvalidArgument unless there is one pointer per parameter.
+  Status CheckParams(std::span<const float* const> params) const;
 
  private:
   Network() = default;

@@ -73,11 +73,6 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
   p.train_ = job.train;
   p.momentum_ = static_cast<float>(job.train.momentum);
   if (IsLayerList(job.model)) {
-    if (p.strategy_ != Strategy::kData && p.strategy_ != Strategy::kChain) {
-      return Status::InvalidArgument(
-          "a model given as a list of layers trains with partition.strategy = \"data\" or "
-          "\"chain\" so far (tiles and pipeline: issue 45, in progress)");
-    }
     ACAN_ASSIGN_OR_RETURN(p.input_shape_, LayerListInput(job));
     ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(job.model.layer, p.input_shape_));
     p.net_ = job.model.layer;
@@ -96,15 +91,12 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
       s.shape = param.shape;
       p.shards_.push_back(std::move(s));
     }
+    p.MakeStages(job.partition.stages);
     return p;
   }
   const int layers = p.NumLayers();
   p.weight_layers_ = layers;
-  const int stages = job.partition.stages == 0
-                         ? layers
-                         : static_cast<int>(std::min<int64_t>(job.partition.stages, layers));
-  for (int s = 0; s < stages; ++s)
-    p.stages_.emplace_back(s * layers / stages, (s + 1) * layers / stages);
+  p.MakeStages(job.partition.stages);
   for (int l = 0; l < layers; ++l) {
     const int64_t in = p.widths_[l], out = p.widths_[l + 1];
     // Whole tensors, or (tiles) the weight's tiles row block by row block, then the bias's blocks.
@@ -133,6 +125,14 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
     }
   }
   return p;
+}
+
+// Stages of layers with weights (a list's stage also takes the layers without weights after
+// them: Network::StageLayers): `stages` of them, 0 = one a layer.
+void Plan::MakeStages(int64_t stages) {
+  const int layers = weight_layers_;
+  const int n = stages == 0 ? layers : static_cast<int>(std::min<int64_t>(stages, layers));
+  for (int s = 0; s < n; ++s) stages_.emplace_back(s * layers / n, (s + 1) * layers / n);
 }
 
 std::vector<KeyedTensor> Plan::InitialState(const Model& model) const {
@@ -455,6 +455,10 @@ void Plan::MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* ou
       out->push_back(std::move(t));
       continue;
     }
+    if (!net_.empty()) {
+      ListStageTasks(step, rows, k, out);
+      continue;
+    }
     for (size_t p = 0; p < stages_.size(); ++p) {
       const auto [l0, l1] = stages_[p];
       TaskSpec t = Base(step, mrows);
@@ -503,6 +507,69 @@ void Plan::MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* ou
       if (l0 > 0) t.outputs.push_back(S("dz", step) + T('l', l0 - 1) + mk);
       out->push_back(std::move(t));
     }
+  }
+}
+
+// A list's pipeline on micro-batch k: each stage's forward task makes the stage's output alone
+// (h of its last weight layer), the loss task the loss's gradient, and each stage's backward task
+// runs the stage forward again from its input (the same bytes: the pass is a pure function of
+// them) before going back through it, so a stage hands over one activation each way. Its
+// gradients are keyed as the data strategy's micro-batch task keys them.
+void Plan::ListStageTasks(int64_t step, int64_t rows, int64_t k, std::vector<TaskSpec>* out) const {
+  const int64_t m = MicroRows(rows);
+  const std::string mk = T('m', k);
+  const int64_t mrows = std::min(rows, (k + 1) * m) - k * m;
+  const int last = weight_layers_ - 1;
+  auto h = [&](int l) { return S("h", step) + T('l', l) + mk; };
+  auto act_in = [&](int l) { return l == 0 ? S("x", step) + mk : h(l - 1); };
+  auto base = [&](int l0, int l1) {
+    TaskSpec t = Base(step, mrows);
+    t.batch = rows;
+    t.layer = l0;
+    t.layer_end = l1;
+    t.r0 = k * m;  // its rows of the mini-batch (dropout's samples)
+    t.r1 = t.r0 + mrows;
+    return t;
+  };
+  // The keys of the parameters of weight layers [l0, l1), or of their gradients.
+  auto stage_params = [&](int l0, int l1, bool grads, std::vector<std::string>* keys) {
+    for (const ShardSpec& s : shards_) {
+      if (s.layer < l0 || s.layer >= l1) continue;
+      keys->push_back(grads ? S(s.bias ? "gb" : "gw", step) + T('l', s.layer) + mk : s.key);
+    }
+  };
+  for (size_t p = 0; p < stages_.size(); ++p) {
+    const auto [l0, l1] = stages_[p];
+    TaskSpec t = base(l0, l1);
+    t.key = S("fwd", step) + T('p', static_cast<int64_t>(p)) + mk;
+    t.type = TaskType::kForward;
+    t.op = TaskOp::kStageForward;
+    t.inputs = {act_in(l0)};
+    stage_params(l0, l1, false, &t.inputs);
+    t.outputs = {h(l1 - 1)};
+    out->push_back(std::move(t));
+  }
+  {
+    TaskSpec t = base(last, last + 1);
+    t.key = S("loss", step) + mk;
+    t.type = TaskType::kLoss;
+    t.op = TaskOp::kLoss;
+    t.parts = 1;
+    t.inputs = {h(last), S("t", step) + mk};
+    t.outputs = {S("met", step) + mk, S("dz", step) + T('l', last) + mk};
+    out->push_back(std::move(t));
+  }
+  for (size_t p = stages_.size(); p-- > 0;) {
+    const auto [l0, l1] = stages_[p];
+    TaskSpec t = base(l0, l1);
+    t.key = S("bwd", step) + T('p', static_cast<int64_t>(p)) + mk;
+    t.type = TaskType::kBackward;
+    t.op = TaskOp::kStageBackward;
+    t.inputs = {S("dz", step) + T('l', l1 - 1) + mk, act_in(l0)};
+    stage_params(l0, l1, false, &t.inputs);
+    stage_params(l0, l1, true, &t.outputs);
+    if (l0 > 0) t.outputs.push_back(S("dz", step) + T('l', l0 - 1) + mk);
+    out->push_back(std::move(t));
   }
 }
 

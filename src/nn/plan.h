@@ -141,6 +141,8 @@ class Plan {
   void MicroBatchTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
+  void ListStageTasks(int64_t step, int64_t rows, int64_t k, std::vector<TaskSpec>* out) const;
+  void MakeStages(int64_t stages);
   int64_t MicroRows(int64_t rows) const;  // micro-batch rows for a mini-batch of `rows`
 
   Strategy strategy_ = Strategy::kData;

@@ -185,7 +185,10 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
       }
       ok = t.layer < std::max<int64_t>(weights, 1) && t.layer_end <= weights &&
            (t.op != TaskOp::kUpdate || (t.r1 <= rows && t.c1 <= (t.bias ? 1 : cols)));
-      ok = ok && (t.op == TaskOp::kMicroBatch || t.op == TaskOp::kUpdate || t.op == TaskOp::kChain);
+      const bool stage = t.op == TaskOp::kStageForward || t.op == TaskOp::kStageBackward;
+      ok = ok && (t.op == TaskOp::kMicroBatch || t.op == TaskOp::kUpdate ||
+                  t.op == TaskOp::kChain || (stage && t.layer < t.layer_end) ||
+                  (t.op == TaskOp::kLoss && t.parts <= 1 && t.part_edges.empty()));
     }
   } else if (ok) {
     ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];
