@@ -1,4 +1,5 @@
-// Every fault class on every key class, and crashes at every write (label: chaos): a run whose
+// Every fault class on every key class, and crashes at every write (label: chaos): a run (an MLP,
+// or a CNN cut into a pipeline) whose
 // puts of one key class are dropped, duplicated, delayed or reordered, or whose manager or handler
 // dies at its n-th write to the space, still ends with bitwise the reference weights at window 1,
 // its versions checked by the independent oracle. Faults are drawn from (seed, key, attempt) and
@@ -23,6 +24,50 @@ using namespace std::chrono_literals;
 
 JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples, int64_t epochs = 2) {
   return ClassifierJob("24, 16, 4", 8, strategy, task_size, samples, epochs);
+}
+
+// A small convolutional network (a list of layers with dropout) cut into a pipeline of its two
+// weight layers: the list's stage, loss and update tasks in every cell of the matrix.
+JobConfig CnnJob(int64_t samples, int64_t epochs = 2) {
+  auto job = ParseJobString(fmt::format(R"([model]
+input_shape = [1, 6, 6]
+loss = "softmax_cross_entropy"
+[[model.layer]]
+type = "conv2d"
+in_channels = 1
+out_channels = 2
+kernel_size = 3
+padding = 1
+[[model.layer]]
+type = "relu"
+[[model.layer]]
+type = "max_pool2d"
+kernel_size = 2
+[[model.layer]]
+type = "flatten"
+[[model.layer]]
+type = "dropout"
+p = 0.25
+[[model.layer]]
+type = "linear"
+in_features = 18
+out_features = 4
+[data]
+source = "synthetic"
+samples = {}
+[train]
+epochs = {}
+batch = 8
+lr = 0.05
+momentum = 0.9
+[partition]
+strategy = "pipeline"
+task_size = 4
+)",
+                                        samples, epochs),
+                            "cnn");
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  return *job;
 }
 
 uint64_t SeedOr(uint64_t fallback) {
@@ -78,17 +123,18 @@ const char* FaultName(Fault f) {
   }
 }
 
-using Cell = std::tuple<Class, Fault>;
+// A cell: the key class, the fault, and the job (an MLP's data strategy, or a CNN's pipeline).
+using Cell = std::tuple<Class, Fault, bool>;
 class FaultMatrixTest : public ::testing::TestWithParam<Cell> {};
 
 TEST_P(FaultMatrixTest, ChangesTheCostNeverTheResult) {
-  const auto& [cls, fault] = GetParam();
+  const auto& [cls, fault, cnn] = GetParam();
   const uint64_t seed = SeedOr(7);
-  SCOPED_TRACE(fmt::format("{} of {}, seed {} (ACAN_FAULT_SEED={} replays it)", FaultName(fault),
-                           cls.name, seed, seed));
+  SCOPED_TRACE(fmt::format("{} of {}{}, seed {} (ACAN_FAULT_SEED={} replays it)", FaultName(fault),
+                           cls.name, cnn ? " (a CNN's pipeline)" : "", seed, seed));
   const bool lease = std::string(cls.name) == "lease";
   // The lease is renewed every third of it: a run of some length gives it a few dozen puts.
-  JobConfig job = Job("data", 4, lease ? 320 : 64);
+  JobConfig job = cnn ? CnnJob(lease ? 320 : 64) : Job("data", 4, lease ? 320 : 64);
   const Reference ref = ReferenceRun(job);
   FaultOptions f;
   f.patterns = {cls.pattern};
@@ -115,8 +161,9 @@ TEST_P(FaultMatrixTest, ChangesTheCostNeverTheResult) {
   if (fault == Fault::kDrop && cls.loss_costs_a_task) {
     EXPECT_GT(r->progress.retransmitted, 0);
   }
-  std::printf("[ fault    ] %-9s %-13s injected %3lld, retransmitted %3lld (%s)\n",
-              FaultName(fault), cls.name, static_cast<long long>(counts->total()),
+  std::printf("[ fault    ] %-9s %-13s %-4s injected %3lld, retransmitted %3lld (%s)\n",
+              FaultName(fault), cls.name, cnn ? "cnn" : "mlp",
+              static_cast<long long>(counts->total()),
               static_cast<long long>(r->progress.retransmitted),
               [&] {
                 std::string reasons;
@@ -128,13 +175,17 @@ TEST_P(FaultMatrixTest, ChangesTheCostNeverTheResult) {
                   .c_str());
 }
 
+std::string CellName(const ::testing::TestParamInfo<Cell>& info) {
+  return std::string(std::get<0>(info.param).name) + "_" + FaultName(std::get<1>(info.param));
+}
 INSTANTIATE_TEST_SUITE_P(EveryClass, FaultMatrixTest,
                          ::testing::Combine(::testing::ValuesIn(kClasses),
-                                            ::testing::ValuesIn(kFaults)),
-                         [](const ::testing::TestParamInfo<Cell>& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  FaultName(std::get<1>(info.param));
-                         });
+                                            ::testing::ValuesIn(kFaults), ::testing::Values(false)),
+                         CellName);
+INSTANTIATE_TEST_SUITE_P(EveryClassOnACnnPipeline, FaultMatrixTest,
+                         ::testing::Combine(::testing::ValuesIn(kClasses),
+                                            ::testing::ValuesIn(kFaults), ::testing::Values(true)),
+                         CellName);
 
 // A handler's outputs (step tensors, proposals) stored with bytes that are not their writer's, as
 // a forged chunk leaves them over NATS (only handlers' values can be forged so: a manager's
@@ -147,9 +198,9 @@ TEST_P(TamperTest, RefusedValuesAreMadeAgainNeverUsed) {
   const uint64_t seed = SeedOr(11);
   SCOPED_TRACE(
       fmt::format("{} tampered, seed {} (ACAN_FAULT_SEED={} replays it)", GetParam(), seed, seed));
-  for (const char* strategy : {"data", "tiles"}) {
+  for (const char* strategy : {"data", "tiles", "cnn"}) {  // cnn: a CNN's pipeline
     SCOPED_TRACE(strategy);
-    JobConfig job = Job(strategy, 4, 64);
+    JobConfig job = std::string(strategy) == "cnn" ? CnnJob(64) : Job(strategy, 4, 64);
     const Reference ref = ReferenceRun(job);
     FaultOptions f;
     f.patterns = {GetParam()};
@@ -236,17 +287,23 @@ class PurgingSpace final : public SpaceWrapper {
 
 TEST(PurgeTest, LosingEveryTupleAtOnceCostsTimeNeverTheResult) {
   const char* only = std::getenv("ACAN_PURGE_STRATEGY");
-  for (const char* strategy : {"data", "tiles"}) {
+  for (const char* strategy : {"data", "tiles", "cnn"}) {  // cnn: a CNN's pipeline
     if (only != nullptr && std::string(only) != strategy) continue;
     SCOPED_TRACE(strategy);
-    JobConfig job = Job(strategy, 4, 64);
+    const std::string name = strategy;
+    JobConfig job = name == "cnn" ? CnnJob(64) : Job(strategy, 4, 64);
     const Reference ref = ReferenceRun(job);
     auto purges = std::make_shared<std::atomic<int64_t>>(0);
     RunHooks hooks;
     hooks.wrap_space = [&](std::unique_ptr<Space> inner) -> std::unique_ptr<Space> {
-      // A step's worth of reports or so apart: about 5 (data) and 30 (tiles) tasks a step.
+      // A step's worth of reports or so apart: about 5 (data), 14 (the CNN's pipeline: two
+      // micro-batches of two stages each way and a loss, four updates) and 30 (tiles) tasks a
+      // step.
       return std::make_unique<PurgingSpace>(std::move(inner),
-                                            std::string(strategy) == "data" ? 8 : 40, 6, purges);
+                                            name == "data"  ? 8
+                                            : name == "cnn" ? 16
+                                                            : 40,
+                                            6, purges);
     };
     auto r = RunWatched(job, ref.data, ref.init, FaultyRun(), hooks);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -280,10 +337,7 @@ TEST(CrashPointTest, AManagerDyingAtAnyWriteChangesNothing) {
   EXPECT_EQ(crashes, 90);  // every one of them died where it was told to
 }
 
-// The same for a handler: at its n-th write it may have taken tasks, claimed one, written some
-// outputs or its report, or taken its claim back.
-TEST(CrashPointTest, AHandlerDyingAtAnyWriteChangesNothing) {
-  JobConfig job = Job("data", 8, 32, 1);
+void HandlerDyingAtAnyWrite(const JobConfig& job) {
   const Reference ref = ReferenceRun(job);
   RunOptions o = FaultyRun();
   o.handlers = 1;  // it makes every write of the run's tasks, so it surely reaches its n-th
@@ -300,6 +354,16 @@ TEST(CrashPointTest, AHandlerDyingAtAnyWriteChangesNothing) {
     crashes += r->handlers[0].crashes;
   }
   EXPECT_EQ(crashes, 40);
+}
+
+// The same for a handler: at its n-th write it may have taken tasks, claimed one, written some
+// outputs or its report, or taken its claim back; on an MLP's micro-batches and on a CNN's
+// pipeline stages.
+TEST(CrashPointTest, AHandlerDyingAtAnyWriteChangesNothing) {
+  for (const bool cnn : {false, true}) {
+    SCOPED_TRACE(cnn ? "a CNN's pipeline" : "an MLP's data strategy");
+    HandlerDyingAtAnyWrite(cnn ? CnnJob(32, 1) : Job("data", 8, 32, 1));
+  }
 }
 
 TEST(CrashPointTest, APointDependsOnTheSeedRoleAndIncarnationOnly) {
