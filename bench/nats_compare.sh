@@ -5,11 +5,15 @@
 #     against `--processes 2` over nats:local, for the data strategy (the flagship's) and for the
 #     chain strategy with the grain its manager chooses; the weights must be bitwise equal;
 #  3. the bytes each strategy moves through the server a step, across processes;
-#  4. the design note's feasibility job over nats:local with 4 handler processes.
-# Usage: bench/nats_compare.sh [BUILD_DIR]   (needs dataset-fashion-mnist for 2)
+#  4. the design note's feasibility job over nats:local with 4 handler processes;
+#  5. the CNN (examples/fashion-cnn.toml), one epoch, chain with the grain its manager chooses,
+#     in process against --processes 2 over nats:local, and against its bytes+FLOPs bound.
+# Usage: bench/nats_compare.sh [BUILD_DIR] [cnn]   (needs dataset-fashion-mnist for 2 and 5;
+# `cnn` runs part 5 alone, with part 1's 1 MiB rate measured first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+only=${2:-}
 acan=$build/src/cli/acan
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,6 +25,60 @@ echo "== space operations"
 "$build/bench/nats_compare" --rounds 5 --seconds 1 | tee "$work/space.txt"
 # Raw libnats' 1 MiB put+take pairs a second: the rate the Fashion run's bound is taken at.
 raw_mib_pairs=$(sed -n 's/^1048576 B values: raw libnats \([0-9.]*\) pairs.*/\1/p' "$work/space.txt")
+
+# The bound a chain run's bytes and FLOPs imply: the compute (the mem: run's) plus, per task, the
+# model (weights and velocities) across the wire four times (handler read and proposal, manager
+# read and version) at raw libnats' 1 MiB rate measured above (a pair is two crossings).
+# chain_bound MEM_SUMMARY NATS_SUMMARY JOB_TOML RAW_MIB_PAIRS NAME
+chain_bound() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys, tomllib
+mem, nats = (json.load(open(p)) for p in sys.argv[1:3])
+job = tomllib.load(open(sys.argv[3], "rb"))
+raw_mib_pairs, name = float(sys.argv[4]), sys.argv[5]
+model = job["model"]
+if "layer" in model:  # a list: each conv2d's and linear's weight and bias
+    floats = 0
+    for l in model["layer"]:
+        if l["type"] == "conv2d":
+            k = l["kernel_size"]
+            kh, kw = (k, k) if isinstance(k, int) else k
+            floats += l["out_channels"] * (l["in_channels"] * kh * kw + l.get("bias", True))
+        elif l["type"] == "linear":
+            floats += l["out_features"] * (l["in_features"] + l.get("bias", True))
+else:
+    layers = model["layers"]
+    floats = sum((a + 1) * b for a, b in zip(layers, layers[1:]))
+model_mib = floats * 4 * (2 if job["train"].get("momentum", 0) else 1) / 2**20
+grain = nats["grain"]
+tasks = nats["tasks"]["completed"]
+crossing_s = 1 / (2 * raw_mib_pairs)
+bound = mem["wall_s"] + tasks * 4 * model_mib * crossing_s
+print(f"{name}: mem: 2 threads {mem['wall_s']:.2f} s; nats:local 2 processes: train "
+      f"{nats['train_s']:.2f} s (whole run {nats['wall_s']:.2f} s), ratio "
+      f"{nats['train_s'] / mem['wall_s']:.2f}x; bitwise equal: "
+      f"{'yes' if mem['weights_sha256'] == nats['weights_sha256'] else 'NO'}; test accuracy "
+      f"{nats.get('test_accuracy')}; retransmitted {nats['tasks']['retransmitted']}; grain {grain['steps_per_task']} steps a task (a step "
+      f"{grain['step_ms']:.2f} ms, the model moved once each way {grain['model_move_ms']:.1f} ms)")
+print(f"  bound {bound:.2f} s ({tasks} tasks of a {model_mib:.2f} MiB model, "
+      f"{crossing_s * 1e3:.2f} ms a MiB crossing); train time {nats['train_s'] / bound:.2f}x it")
+PY
+}
+
+cnn_part() {
+  echo "== the CNN (examples/fashion-cnn.toml), 60000 rows, 1 epoch (938 steps of 64), chain"
+  sed -e 's/^epochs = 12/epochs = 1/' -e 's/^strategy = "data"/strategy = "chain"/' \
+    -e 's/^task_size = 32 .*/task_size = 0/' examples/fashion-cnn.toml > "$work/cnn.toml"
+  "$acan" train "$work/cnn.toml" --out "$work/cnn-mem" --quiet > /dev/null
+  "$acan" train "$work/cnn.toml" --space nats:local --processes 2 --out "$work/cnn-nats" \
+    --quiet > /dev/null
+  chain_bound "$work/cnn-mem/summary.json" "$work/cnn-nats/summary.json" "$work/cnn.toml" \
+    "$raw_mib_pairs" "cnn chain"
+}
+if [[ $only == cnn ]]; then
+  cnn_part
+  exit 0
+fi
 
 echo "== Fashion-MNIST, 60000 rows, 1 epoch (469 steps of 128)"
 # data: the flagship's strategy (2 micro-batches a step); chain: whole steps on one handler, the
@@ -34,36 +92,22 @@ for strategy in data chain; do
     --quiet > /dev/null
   # train_s: from the active manager taking the lease to the last step (the handlers' loading of
   # their data copy included); the mem: run's wall_s likewise starts once the data is loaded.
+  if [[ $strategy == chain ]]; then
+    chain_bound "$work/$strategy-mem/summary.json" "$work/$strategy-nats/summary.json" \
+      "$work/$strategy.toml" "$raw_mib_pairs" "$strategy"
+    continue
+  fi
   /usr/bin/python3 - "$work/$strategy-mem/summary.json" "$work/$strategy-nats/summary.json" \
-    "$strategy" "$raw_mib_pairs" "$work/$strategy.toml" <<'PY'
-import json, sys, tomllib
+    "$strategy" <<'PY'
+import json, sys
 mem, nats = (json.load(open(p)) for p in sys.argv[1:3])
-raw_mib_pairs = float(sys.argv[4])
-job = tomllib.load(open(sys.argv[5], "rb"))
-grain = nats.get("grain")
 print(f"{sys.argv[3]}: mem: 2 threads {mem['wall_s']:.2f} s; nats:local 2 processes: "
       f"train {nats['train_s']:.2f} s (whole run {nats['wall_s']:.2f} s), "
       f"ratio {nats['train_s'] / mem['wall_s']:.1f}x; bitwise equal: "
       f"{'yes' if mem['weights_sha256'] == nats['weights_sha256'] else 'NO'}; "
       f"test accuracy {nats.get('test_accuracy')}; retransmitted {nats['tasks']['retransmitted']}; "
       f"value bytes a step in process (inputs in the space) "
-      f"{mem['space']['bytes_moved_per_step'] / 1e6:.1f} MB"
-      + (f"; grain {grain['steps_per_task']} steps a task (a step {grain['step_ms']:.2f} ms, "
-         f"the model moved once each way {grain['model_move_ms']:.1f} ms)" if grain else ""))
-if grain:
-    # The bound its bytes and FLOPs imply: the compute (the mem: run) plus, per task, the model
-    # (weights and velocities) across the wire four times (handler read and proposal, manager
-    # read and version) at raw libnats' 1 MiB rate measured above (a pair is two crossings).
-    layers = job["model"]["layers"]
-    floats = sum((a + 1) * b for a, b in zip(layers, layers[1:]))
-    model_mib = floats * 4 * (2 if job["train"].get("momentum", 0) else 1) / 2**20
-    tasks = nats["tasks"]["completed"]
-    crossing_s = 1 / (2 * raw_mib_pairs)
-    bound = mem["wall_s"] + tasks * 4 * model_mib * crossing_s
-    print(f"  across processes: {4 * model_mib * tasks / 469:.3f} MiB of values a step "
-          f"(4 model crossings a task, no inputs)")
-    print(f"  bound {bound:.2f} s ({tasks} tasks of a {model_mib:.2f} MiB model, "
-          f"{crossing_s * 1e3:.2f} ms a MiB crossing); train time {nats['train_s'] / bound:.2f}x it")
+      f"{mem['space']['bytes_moved_per_step'] / 1e6:.1f} MB")
 PY
 done
 
@@ -97,3 +141,5 @@ echo "loss $(field "$work/feas-mem/summary.json" initial_loss) -> final epoch" \
      "$(field "$work/feas/summary.json" tasks.retransmitted) ($(field "$work/feas/summary.json" tasks.retransmit_reasons)), $(field "$work/feas/summary.json" wall_s) s" \
      "(mem: $(field "$work/feas-mem/summary.json" wall_s) s), bitwise equal:" \
      "$([[ $(field "$work/feas/summary.json" weights_sha256) == $(field "$work/feas-mem/summary.json" weights_sha256) ]] && echo yes || echo NO)"
+
+cnn_part

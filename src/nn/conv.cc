@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "nn/kernels.h"
 #include "nn/rng.h"
@@ -16,23 +17,40 @@ bool IsPointwise(const Window2d& g) {
   return g.kernel_h == 1 && g.kernel_w == 1 && g.stride == 1 && g.padding == 0;
 }
 
-// Calls f(patch_row, out_index, in_index) for every element of im2col, in_index -1 where the
-// patch lies in the padding. One walk serves Im2Col and its adjoint, so both visit alike.
+// The outputs x in [lo, hi) of a row whose window column at kernel offset k lies in the input:
+// 0 <= x * stride - padding + k < extent.
+struct Span {
+  int64_t lo, hi;
+};
+Span InsideSpan(int64_t out, int64_t extent, int64_t stride, int64_t padding, int64_t k) {
+  const int64_t first = padding - k;        // x * stride >= first
+  const int64_t last = extent - 1 + first;  // x * stride <= last
+  if (last < 0) return {0, 0};
+  const int64_t lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  const int64_t hi = std::min(out, last / stride + 1);
+  return {std::min(lo, hi), hi};
+}
+
+// Calls row_f(patch_row, out, in, span) for every (patch row, output row) of im2col: `out` is
+// the output row's first index in the plane; the outputs x in [span.lo, span.hi) of that row
+// read the input at in + x * stride, the others lie in the padding (all of them, with an empty
+// span, when the whole input row does). Rows are visited in (channel, ki, kj, y) order and
+// columns in x order, so Im2Col and its adjoint visit alike and Col2Im adds into each input
+// element in one fixed order.
 template <typename F>
-void ForEachPatchElement(const Window2d& g, F f) {
+void ForEachPatchRow(const Window2d& g, F row_f) {
   const int64_t oh = g.OutHeight(), ow = g.OutWidth();
   int64_t row = 0;
   for (int64_t c = 0; c < g.channels; ++c) {
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       for (int64_t kj = 0; kj < g.kernel_w; ++kj, ++row) {
+        const Span cols = InsideSpan(ow, g.width, g.stride, g.padding, kj);
         for (int64_t y = 0; y < oh; ++y) {
           const int64_t ih = y * g.stride - g.padding + ki;
           const bool row_in = ih >= 0 && ih < g.height;
-          for (int64_t x = 0; x < ow; ++x) {
-            const int64_t iw = x * g.stride - g.padding + kj;
-            const bool in = row_in && iw >= 0 && iw < g.width;
-            f(row, y * ow + x, in ? (c * g.height + ih) * g.width + iw : int64_t{-1});
-          }
+          // Input column of output x: x * stride + kj - padding (>= 0 within the span).
+          row_f(row, y * ow, (c * g.height + (row_in ? ih : 0)) * g.width + kj - g.padding,
+                row_in ? cols : Span{0, 0});
         }
       }
     }
@@ -44,14 +62,31 @@ void ForEachPatchElement(const Window2d& g, F f) {
 struct Clip {
   int64_t h0, h1, w0, w1, divisor;
 };
-Clip ClipWindow(const Window2d& g, int64_t y, int64_t x) {
-  int64_t h0 = y * g.stride - g.padding, w0 = x * g.stride - g.padding;
-  int64_t h1 = std::min(h0 + g.kernel_h, g.height + g.padding);
-  int64_t w1 = std::min(w0 + g.kernel_w, g.width + g.padding);
-  const int64_t divisor = (h1 - h0) * (w1 - w0);
-  return {std::max<int64_t>(h0, 0), std::min(h1, g.height), std::max<int64_t>(w0, 0),
-          std::min(w1, g.width), divisor};
+// One axis of it: [lo, hi) within the input and the extent within the padded input.
+struct AxisClip {
+  int64_t lo, hi, extent;
+};
+std::vector<AxisClip> AxisClips(int64_t out, int64_t in, int64_t kernel, int64_t stride,
+                                int64_t padding) {
+  std::vector<AxisClip> clips(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t a = o * stride - padding, b = std::min(a + kernel, in + padding);
+    clips[size_t(o)] = {std::max<int64_t>(a, 0), std::min(b, in), b - a};
+  }
+  return clips;
 }
+// Every window of a plane, for its pooling loops: Clip of (y, x).
+struct Windows {
+  std::vector<AxisClip> ys, xs;
+  explicit Windows(const Window2d& g)
+      : ys(AxisClips(g.OutHeight(), g.height, g.kernel_h, g.stride, g.padding)),
+        xs(AxisClips(g.OutWidth(), g.width, g.kernel_w, g.stride, g.padding)) {}
+  Clip At(int64_t y, int64_t x) const {
+    const AxisClip& v = ys[size_t(y)];
+    const AxisClip& h = xs[size_t(x)];
+    return {v.lo, v.hi, h.lo, h.hi, v.extent * h.extent};
+  }
+};
 
 }  // namespace
 
@@ -61,16 +96,24 @@ bool Window2d::Valid() const {
 }
 
 void Im2Col(const Window2d& g, const float* x, float* col) {
-  const int64_t plane = g.OutPlane();
-  ForEachPatchElement(g, [&](int64_t row, int64_t out, int64_t in) {
-    col[row * plane + out] = in < 0 ? 0.0f : x[in];
+  const int64_t plane = g.OutPlane(), ow = g.OutWidth(), stride = g.stride;
+  ForEachPatchRow(g, [&](int64_t row, int64_t out, int64_t in, Span s) {
+    float* dst = col + row * plane + out;
+    std::fill(dst, dst + s.lo, 0.0f);
+    if (stride == 1) {
+      if (s.hi > s.lo) std::copy_n(x + (in + s.lo), s.hi - s.lo, dst + s.lo);
+    } else {
+      for (int64_t j = s.lo; j < s.hi; ++j) dst[j] = x[in + j * stride];
+    }
+    std::fill(dst + s.hi, dst + ow, 0.0f);
   });
 }
 
 void Col2Im(const Window2d& g, const float* col, float* dx) {
-  const int64_t plane = g.OutPlane();
-  ForEachPatchElement(g, [&](int64_t row, int64_t out, int64_t in) {
-    if (in >= 0) dx[in] += col[row * plane + out];
+  const int64_t plane = g.OutPlane(), stride = g.stride;
+  ForEachPatchRow(g, [&](int64_t row, int64_t out, int64_t in, Span s) {
+    const float* src = col + row * plane + out;
+    for (int64_t j = s.lo; j < s.hi; ++j) dx[in + j * stride] += src[j];
   });
 }
 
@@ -171,11 +214,12 @@ int64_t MaxAt(const Window2d& g, const float* in, const Clip& c) {
 void MaxPool2dForward(const Window2d& g, const float* x, int64_t rows, float* out) {
   const int64_t oh = g.OutHeight(), ow = g.OutWidth(), planes = rows * g.channels;
   const int64_t in_plane = g.height * g.width;
+  const Windows w(g);
   for (int64_t p = 0; p < planes; ++p) {
     const float* in = x + p * in_plane;
     for (int64_t y = 0; y < oh; ++y)
       for (int64_t xo = 0; xo < ow; ++xo)
-        out[(p * oh + y) * ow + xo] = in[MaxAt(g, in, ClipWindow(g, y, xo))];
+        out[(p * oh + y) * ow + xo] = in[MaxAt(g, in, w.At(y, xo))];
   }
 }
 
@@ -184,21 +228,23 @@ void MaxPool2dBackward(const Window2d& g, const float* x, int64_t rows, const fl
   const int64_t oh = g.OutHeight(), ow = g.OutWidth(), planes = rows * g.channels;
   const int64_t in_plane = g.height * g.width;
   std::fill(dx, dx + planes * in_plane, 0.0f);
+  const Windows w(g);
   for (int64_t p = 0; p < planes; ++p) {
     const float* in = x + p * in_plane;
     for (int64_t y = 0; y < oh; ++y)
       for (int64_t xo = 0; xo < ow; ++xo)
-        dx[p * in_plane + MaxAt(g, in, ClipWindow(g, y, xo))] += dz[(p * oh + y) * ow + xo];
+        dx[p * in_plane + MaxAt(g, in, w.At(y, xo))] += dz[(p * oh + y) * ow + xo];
   }
 }
 
 void AvgPool2dForward(const Window2d& g, const float* x, int64_t rows, float* out) {
   const int64_t oh = g.OutHeight(), ow = g.OutWidth(), planes = rows * g.channels;
+  const Windows w(g);
   for (int64_t p = 0; p < planes; ++p) {
     const float* in = x + p * g.height * g.width;
     for (int64_t y = 0; y < oh; ++y) {
       for (int64_t xo = 0; xo < ow; ++xo) {
-        const Clip c = ClipWindow(g, y, xo);
+        const Clip c = w.At(y, xo);
         float sum = 0.0f;
         for (int64_t i = c.h0; i < c.h1; ++i)
           for (int64_t j = c.w0; j < c.w1; ++j) sum += in[i * g.width + j];
@@ -212,10 +258,11 @@ void AvgPool2dBackward(const Window2d& g, int64_t rows, const float* dz, float* 
   const int64_t oh = g.OutHeight(), ow = g.OutWidth(), planes = rows * g.channels;
   const int64_t in_plane = g.height * g.width;
   std::fill(dx, dx + planes * in_plane, 0.0f);
+  const Windows w(g);
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t y = 0; y < oh; ++y) {
       for (int64_t xo = 0; xo < ow; ++xo) {
-        const Clip c = ClipWindow(g, y, xo);
+        const Clip c = w.At(y, xo);
         const float share = dz[(p * oh + y) * ow + xo] / static_cast<float>(c.divisor);
         for (int64_t i = c.h0; i < c.h1; ++i)
           for (int64_t j = c.w0; j < c.w1; ++j) dx[p * in_plane + i * g.width + j] += share;
