@@ -194,6 +194,20 @@ namespace {
 // equal, the first NaN when there is one (as PyTorch's MaxPool2d), the window's first position
 // when all are -inf.
 int64_t MaxAt(const Window2d& g, const float* in, const Clip& c) {
+  if (c.h1 - c.h0 == 2 && c.w1 - c.w0 == 2) {
+    // The common 2 x 2 window without a NaN, by selects rather than branches (a comparison of
+    // random values mispredicts half the time): the same choice as the loop below, whose start
+    // at -inf only a greater value or a NaN moves.
+    const int64_t a0 = c.h0 * g.width + c.w0, a1 = a0 + 1, a2 = a0 + g.width, a3 = a2 + 1;
+    const float v0 = in[a0], v1 = in[a1], v2 = in[a2], v3 = in[a3];
+    if (!(std::isnan(v0) | std::isnan(v1) | std::isnan(v2) | std::isnan(v3))) {
+      int64_t at = a0;
+      float best = v0;
+      at = v1 > best ? a1 : at, best = v1 > best ? v1 : best;
+      at = v2 > best ? a2 : at, best = v2 > best ? v2 : best;
+      return v3 > best ? a3 : at;
+    }
+  }
   float best = -std::numeric_limits<float>::infinity();
   int64_t at = c.h0 * g.width + c.w0;
   for (int64_t i = c.h0; i < c.h1; ++i) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "nn/kernels.h"
@@ -308,6 +309,45 @@ TEST(PoolTest, GradientsMatchFiniteDifferencesAndTiesGoToTheFirst) {
   std::vector<float> dx(4);
   MaxPool2dBackward(flat, same.data(), 1, one.data(), dx.data());
   EXPECT_EQ(dx, (std::vector<float>{1, 0, 0, 0}));
+}
+
+// PyTorch's MaxPool2d: the first NaN of a window wins (its output NaN, its gradient there), a
+// window of -inf sends its gradient to its first position, a tie to the first of the greatest;
+// on the unrolled 2 x 2 window and on a 3 x 3 one alike.
+TEST(PoolTest, NanInfinityAndTiesPickWhatPyTorchPicks) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    std::vector<float> window;
+    size_t picked;
+  };
+  for (const int k : {2, 3}) {
+    const Window2d g = Pool(1, k, k, k, k, 0);
+    std::vector<Case> cases = {{{1, nan, 3, nan}, 1},
+                               {{nan, 5, 7, 1}, 0},
+                               {{-inf, -inf, -inf, -inf}, 0},
+                               {{-inf, 2, 2, 1}, 1},
+                               {{0, 1, 4, 4}, 2}};
+    for (Case& c : cases) {
+      c.window.resize(size_t(k * k), -inf);  // a 3 x 3 window: the rest can never win
+      if (k == 3) {  // the four values at (0,0), (0,1), (1,0), (1,1), as in the 2 x 2 window
+        std::vector<float> w(9, -inf);
+        const size_t at[4] = {0, 1, 3, 4};
+        for (size_t i = 0; i < 4; ++i) w[at[i]] = c.window[i];
+        c.window = w;
+        c.picked = at[c.picked];
+      }
+      float out = 0;
+      MaxPool2dForward(g, c.window.data(), 1, &out);
+      const float want = c.window[c.picked];
+      EXPECT_TRUE(std::isnan(want) ? std::isnan(out) : out == want) << k << "x" << k;
+      std::vector<float> dx(c.window.size(), -1.0f);
+      const float one = 1.0f;
+      MaxPool2dBackward(g, c.window.data(), 1, &one, dx.data());
+      for (size_t i = 0; i < dx.size(); ++i)
+        EXPECT_EQ(dx[i], i == c.picked ? 1.0f : 0.0f) << k << "x" << k << " position " << i;
+    }
+  }
 }
 
 TEST(DropoutTest, TheMaskIsAPureFunctionOfSeedEpochSampleAndUnit) {
