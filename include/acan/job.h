@@ -77,8 +77,9 @@ struct ModelConfig {
   std::vector<int64_t> layers = {44, 44, 1};  // widths: input, hidden..., output
   // The list form, [[model.layer]] (empty: the widths above). A list that is a stack of linear
   // layers with one activation between them (after an optional flatten) is trained as those
-  // widths and that activation; others (convolutions, pooling, dropout) are checked, and not yet
-  // trained (issue 45). `layers` then holds the list's input and output widths, flattened.
+  // widths and that activation; others (convolutions, pooling, dropout) train as a list
+  // (nn::Network) with the data, pipeline and chain strategies (docs/nn.md). `layers` then holds
+  // the list's input and output widths, flattened.
   std::vector<LayerConfig> layer;
   // One sample's shape, [features] or [channels, height, width]; empty: the data set's
   // (fashion-mnist: [1, 28, 28]; the first linear layer's in_features otherwise).
