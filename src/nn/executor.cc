@@ -160,23 +160,31 @@ size_t NumShards(const TaskSpec& t) {
   return t.net.empty() ? size_t(2 * t.NumLayers()) : NetOf(t).params().size();
 }
 
-// A micro-batch on a list of layers: the network's pass on rows [r0, r0 + rows) of the
-// mini-batch with index batch_index (the step when -1), dropout's mask keyed by those two.
+// What a task on a list of layers passes the network besides its tensors: its rows [r0, r0 +
+// rows) of the mini-batch with index batch_index (the step when -1), which key dropout's mask.
+struct ListBatch {
+  std::vector<int64_t> samples;
+  Network::Batch batch;
+  explicit ListBatch(const TaskSpec& t) : samples(static_cast<size_t>(t.rows)) {
+    for (int64_t i = 0; i < t.rows; ++i) samples[size_t(i)] = t.r0 + i;
+    batch.rows = t.rows;
+    batch.samples = samples.data();
+    batch.epoch = t.batch_index >= 0 ? t.batch_index : t.step;
+    batch.seed = t.seed;
+  }
+};
+
+// A micro-batch on a list of layers: the network's pass, loss and backward on its rows.
 Status RunListMicroBatch(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
   const Network net = NetOf(t);
   std::vector<const float*> params;
   for (size_t i = 0; i < net.params().size(); ++i) params.push_back(in[2 + i].data());
-  std::vector<int64_t> samples(static_cast<size_t>(t.rows));
-  for (int64_t i = 0; i < t.rows; ++i) samples[size_t(i)] = t.r0 + i;
-  Network::Batch b{in[0].data(),
-                   in[1].data(),
-                   t.rows,
-                   samples.data(),
-                   t.batch_index >= 0 ? t.batch_index : t.step,
-                   t.seed};
+  ListBatch b(t);
+  b.batch.x = in[0].data();
+  b.batch.targets = in[1].data();
   std::vector<std::vector<float>> grads;
-  ACAN_ASSIGN_OR_RETURN(
-      LossValue v, net.Run(b, params, t.loss, 1.0 / static_cast<double>(t.batch), true, &grads));
+  ACAN_ASSIGN_OR_RETURN(LossValue v, net.Run(b.batch, params, t.loss,
+                                             1.0 / static_cast<double>(t.batch), true, &grads));
   (*out)[0] = {static_cast<float>(v.loss), static_cast<float>(v.correct)};
   for (size_t i = 0; i < grads.size(); ++i) (*out)[1 + i] = std::move(grads[i]);
   return Status::Ok();
@@ -197,27 +205,20 @@ ListStage StageOf(const TaskSpec& t) {
 void AppendStageParamSizes(const ListStage& s, std::vector<int64_t>* out) {
   for (int p = s.p0; p < s.p1; ++p) out->push_back(s.net.params()[size_t(p)].Size());
 }
-
-// What a list's stage task passes the network: its micro-batch's rows (dropout's samples).
-struct StageBatch {
-  std::vector<int64_t> samples;
-  Network::Batch batch;
-  explicit StageBatch(const TaskSpec& t) : samples(static_cast<size_t>(t.rows)) {
-    for (int64_t i = 0; i < t.rows; ++i) samples[size_t(i)] = t.r0 + i;
-    batch.rows = t.rows;
-    batch.samples = samples.data();
-    batch.epoch = t.batch_index >= 0 ? t.batch_index : t.step;
-    batch.seed = t.seed;
-  }
-};
+// A pointer for each parameter of the network: the stage's from the task's inputs, from input
+// `first` on; the others null (the stage reads no other).
+std::vector<const float*> StageParams(const ListStage& s, Inputs in, size_t first) {
+  std::vector<const float*> params(s.net.params().size(), nullptr);
+  for (int p = s.p0; p < s.p1; ++p) params[size_t(p)] = in[first + size_t(p - s.p0)].data();
+  return params;
+}
 
 // A list's stage forward: the stage's output from its input. Inputs: the stage's input, its
 // parameters.
 Status RunListStageForward(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
   const ListStage s = StageOf(t);
-  std::vector<const float*> params(s.net.params().size(), nullptr);
-  for (int p = s.p0; p < s.p1; ++p) params[size_t(p)] = in[size_t(1 + p - s.p0)].data();
-  StageBatch b(t);
+  const std::vector<const float*> params = StageParams(s, in, 1);
+  ListBatch b(t);
   std::vector<std::vector<float>> acts;
   ACAN_RETURN_IF_ERROR(s.net.ForwardRange(b.batch, s.i0, s.i1, in[0].data(), params, true, &acts));
   (*out)[0] = std::move(acts[size_t(s.i1)]);
@@ -229,9 +230,8 @@ Status RunListStageForward(const TaskSpec& t, Inputs in, std::vector<std::vector
 // gradients, then (not the first stage) d loss / d (the stage's input).
 Status RunListStageBackward(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
   const ListStage s = StageOf(t);
-  std::vector<const float*> params(s.net.params().size(), nullptr);
-  for (int p = s.p0; p < s.p1; ++p) params[size_t(p)] = in[size_t(2 + p - s.p0)].data();
-  StageBatch b(t);
+  const std::vector<const float*> params = StageParams(s, in, 2);
+  ListBatch b(t);
   std::vector<std::vector<float>> acts, grads(s.net.params().size());
   ACAN_RETURN_IF_ERROR(s.net.ForwardRange(b.batch, s.i0, s.i1, in[1].data(), params, true, &acts));
   const bool first = t.layer == 0;
