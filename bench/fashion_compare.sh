@@ -5,9 +5,13 @@
 #   CONFIG defaults to examples/fashion-mnist.toml.
 # Same initial weights (bench/fashion_export writes acan's initial model), same row order (it
 # writes each epoch's shuffle), same hyper-parameters (bench/torch_fashion.py reads CONFIG).
-# Prints both test accuracies, their difference in points (goal: within 0.5), both wall times
-# (training only) and the ratio acan/PyTorch (goal: below 1). Needs dataset-fashion-mnist and
-# python3-torch; runs take a few minutes on 2 cores.
+# A list of layers with dropout: PyTorch draws acan's masks (bench/torch_layers.py AcanDropout),
+# so both train the same draw; TORCH_OWN_DROPOUT=1 lets PyTorch draw its own.
+# Prints both test accuracies, their difference in points, both wall times (training only) and
+# the ratio acan/PyTorch, each against its goal: the MLP's (issue 2: within 0.5 points, accuracy
+# >= 0.89, below PyTorch's time) or, for a list of layers, the CNN's (issue 45: within 0.3 points,
+# >= 0.91, at most 0.7 of PyTorch's time). Needs dataset-fashion-mnist and python3-torch; the
+# MLP takes a few minutes on 2 cores, the CNN flagship about 15.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -42,12 +46,14 @@ if ! /usr/bin/python3 -c 'import json,sys; sys.exit("test_accuracy" not in json.
 fi
 
 echo "pytorch: /usr/bin/python3 bench/torch_fashion.py (2 threads, OMP_WAIT_POLICY=passive)" >&2
-OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 \
+OMP_WAIT_POLICY=passive OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 TORCH_OWN_DROPOUT=${TORCH_OWN_DROPOUT:-} \
   /usr/bin/python3 "$here/torch_fashion.py" "$config" "$tmp" 2 >"$tmp/torch.json"
 
 /usr/bin/python3 - "$out/summary.json" "$tmp/eval.json" "$tmp/torch.json" "$config" <<'PY'
-import json, os, sys
+import json, os, sys, tomllib
 summary = json.load(open(sys.argv[1]))
+cnn = "layer" in tomllib.load(open(sys.argv[4], "rb")).get("model", {})
+points, least, ratio = (0.3, 0.91, 0.7) if cnn else (0.5, 0.89, 1.0)
 acan = dict(summary)
 if "test_accuracy" not in acan:
     ev = json.load(open(sys.argv[2]))
@@ -64,12 +70,14 @@ diff = 100 * (a - t)
 wa, wt = acan.get("train_s", acan["wall_s"]), torch["wall_s"]
 print(f"job {os.path.abspath(sys.argv[4])}")
 print(f"  acan    test_accuracy {a:.4f}  test_loss {acan['test_loss']:.4f}  wall {wa:7.1f} s  (2 handlers)")
-print(f"  pytorch test_accuracy {t:.4f}  test_loss {torch['test_loss']:.4f}  wall {wt:7.1f} s  (2 threads)")
-print(f"  accuracy difference acan - pytorch {diff:+.2f} points  (goal: within 0.5) "
-      f"{'ok' if abs(diff) <= 0.5 else 'MISSED'}")
-print(f"  goal test_accuracy >= 0.89: acan {'ok' if a >= 0.89 else 'MISSED'}, "
-      f"pytorch {'ok' if t >= 0.89 else 'MISSED'}")
-print(f"  wall time ratio acan/pytorch {wa / wt:.2f}  (goal: below 1) {'ok' if wa < wt else 'MISSED'}")
+print(f"  pytorch test_accuracy {t:.4f}  test_loss {torch['test_loss']:.4f}  wall {wt:7.1f} s  "
+      f"(2 threads; dropout masks: {torch.get('dropout', 'torch')}'s)")
+print(f"  accuracy difference acan - pytorch {diff:+.2f} points  (goal: within {points}) "
+      f"{'ok' if abs(diff) <= points else 'MISSED'}")
+print(f"  goal test_accuracy >= {least}: acan {'ok' if a >= least else 'MISSED'}, "
+      f"pytorch {'ok' if t >= least else 'MISSED'}")
+print(f"  wall time ratio acan/pytorch {wa / wt:.2f}  (goal: {'below 1' if ratio == 1 else f'at most {ratio}'}) "
+      f"{'ok' if (wa < wt if ratio == 1 else wa <= ratio * wt) else 'MISSED'}")
 print("  per-class accuracy (acan / pytorch):")
 for c, (x, y) in enumerate(zip(acan["per_class_accuracy"], torch["per_class_accuracy"])):
     print(f"    class {c}: {x:.3f} / {y:.3f}")

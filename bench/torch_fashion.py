@@ -6,9 +6,12 @@ in the same row order (EXPORT_DIR/order.bin, int32, epochs x rows), both written
 bench/fashion_export for that CONFIG, with the same hyper-parameters read from CONFIG: layers,
 activation, softmax cross-entropy, SGD with momentum (v = m v + g; w -= lr v, PyTorch's own
 formula with dampening 0), lr * lr_decay ** (step // lr_decay_steps), batch, epochs, and the same
-input preprocessing (data.scale, data.standardize, limit, test_limit). Then evaluates on the test
+input preprocessing (data.scale, data.standardize, limit, test_limit), and for a list of layers
+with dropout the same masks (torch_layers.AcanDropout: acan's mask of train.seed, the mini-batch's
+index and the row; TORCH_OWN_DROPOUT=1 draws PyTorch's own instead). TORCH_SAVE_STATE=FILE.npz
+saves the trained state_dict (acan's names) for a check against acan's model. Then evaluates on the test
 split. Prints one JSON object: test_loss, test_accuracy, per_class_accuracy, wall_s (the
-training loop only, as acan's summary.json wall_s), threads.
+training loop only, as acan's summary.json wall_s), threads, dropout ("acan" or "torch").
 
 Usage: OMP_WAIT_POLICY=passive /usr/bin/python3 bench/torch_fashion.py CONFIG EXPORT_DIR [THREADS]
 """
@@ -23,7 +26,7 @@ import tomllib
 import numpy as np
 import torch
 
-from torch_layers import sequential
+from torch_layers import AcanDropout, sequential
 
 FASHION_DIR = "/usr/share/datasets/fashion-mnist"
 
@@ -117,8 +120,10 @@ def main():
             test = ((test[0] - mean) * inv, test[1])
 
     init = read_safetensors(os.path.join(export, "init.safetensors"))
+    own_dropout = os.environ.get("TORCH_OWN_DROPOUT", "") == "1"
     if "layer" in model_cfg:  # a list of layers: acan's model file has nn.Sequential's names
-        net = sequential(model_cfg["layer"])
+        net = sequential(model_cfg["layer"],
+                         dropout_seed=None if own_dropout else int(train.get("seed", 42)))
         net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in init.items()}, strict=True)
         shape = model_cfg.get("input_shape", [1, 28, 28])
         x = x.reshape(x.shape[0], *shape)
@@ -147,6 +152,7 @@ def main():
     opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
     loss_fn = torch.nn.CrossEntropyLoss()
     steps_per_epoch = (rows + batch - 1) // batch
+    acan_dropouts = [m for m in net.modules() if isinstance(m, AcanDropout)]
     start = time.perf_counter()
     step = 0
     for e in range(epochs):
@@ -156,14 +162,20 @@ def main():
             if decay_steps > 0:
                 for g in opt.param_groups:
                     g["lr"] = lr * decay ** (step // decay_steps)
+            for m in acan_dropouts:
+                m.step = step
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(net(xt[idx]), yt[idx])
             loss.backward()
             opt.step()
             step += 1
     wall = time.perf_counter() - start
+    if os.environ.get("TORCH_SAVE_STATE"):  # the trained weights, for a check against acan's
+        np.savez(os.environ["TORCH_SAVE_STATE"],
+                 **{k: v.detach().numpy() for k, v in net.state_dict().items()})
 
-    out = {"threads": threads, "wall_s": wall, "epochs": epochs, "rows": rows}
+    out = {"threads": threads, "wall_s": wall, "epochs": epochs, "rows": rows,
+           "dropout": "acan" if acan_dropouts else "torch"}
     net.eval()  # dropout off, as acan evaluates
     if test is not None:
         tx, ty = torch.from_numpy(test[0]), torch.from_numpy(test[1])

@@ -1,6 +1,8 @@
 #include "nn/plan.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 
 #include "nn/network.h"
 
@@ -178,8 +180,14 @@ bool Plan::SameShards(const Plan& other) const {
   return true;
 }
 
+int64_t ShardSpec::RowLength() const {
+  if (bias) return 1;
+  return std::accumulate(tensor_shape.begin() + 1, tensor_shape.end(), int64_t{1},
+                         std::multiplies<>());
+}
+
 std::vector<float> ShardSpec::Slice(std::span<const float> rows, int64_t first_row) const {
-  const int64_t ld = bias ? 1 : tensor_shape[1], cols = c1 - c0;
+  const int64_t ld = RowLength(), cols = c1 - c0;
   std::vector<float> out(Size());
   for (int64_t r = r0; r < r1; ++r)
     std::copy_n(&rows[(r - first_row) * ld + c0], cols, &out[(r - r0) * cols]);
@@ -188,7 +196,7 @@ std::vector<float> ShardSpec::Slice(std::span<const float> rows, int64_t first_r
 
 void ShardSpec::Place(std::span<const float> shard, std::vector<float>* rows,
                       int64_t first_row) const {
-  const int64_t ld = bias ? 1 : tensor_shape[1], cols = c1 - c0;
+  const int64_t ld = RowLength(), cols = c1 - c0;
   for (int64_t r = r0; r < r1; ++r)
     std::copy_n(&shard[(r - r0) * cols], cols, &(*rows)[(r - first_row) * ld + c0]);
 }

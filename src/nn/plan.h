@@ -47,6 +47,9 @@ struct ShardSpec {
   int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
 
   int64_t Size() const { return (r1 - r0) * (c1 - c0); }
+  // A row's length in the whole tensor, as a matrix of tensor_shape[0] rows: the product of the
+  // dimensions after the first (a conv2d weight [out, in, kh, kw]: in * kh * kw; a bias: 1).
+  int64_t RowLength() const;
   // The shard's values, from the tensor's rows [first_row, ...) (row-major, whole rows; 0: the
   // whole tensor), and back into them.
   std::vector<float> Slice(std::span<const float> rows, int64_t first_row = 0) const;
@@ -177,7 +180,7 @@ Model Plan::ModelFromState(Get get) const {
     if (s.tile.empty()) {
       tensor = get(s.key);
     } else {
-      tensor.resize(s.tensor_shape[0] * (s.bias ? 1 : s.tensor_shape[1]));
+      tensor.resize(s.tensor_shape[0] * s.RowLength());
       const std::vector<float> tile = get(s.key);
       // One `get` could not read (it says so to its caller) gives nothing to place.
       if (tile.size() == static_cast<size_t>(s.Size())) s.Place(tile, &tensor);

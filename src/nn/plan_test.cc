@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "nn/dataset.h"
 #include "nn/executor.h"
 #include "nn/rng.h"
@@ -467,6 +469,61 @@ TEST(PlanTest, TheInitialStateDrawnShardByShardIsTheWholeModelsSliced) {
                       .ok());
       EXPECT_EQ(drawn, whole);
     }
+  }
+}
+
+// A list's parameters are its tensors whole, whatever their rank: the state a plan starts from is
+// the model's own values (a conv2d weight [out, in, kh, kw] is a matrix of `out` rows of
+// in * kh * kw; a row length of `in` made its rows overlapping windows of the drawn values), and
+// the model read back from that state is the model.
+TEST(PlanTest, AListsInitialStateIsItsTensorsWholeAndReadsBackTheSame) {
+  for (Strategy strategy : {Strategy::kData, Strategy::kPipeline, Strategy::kChain}) {
+    SCOPED_TRACE(std::string(ToString(strategy)));
+    Result<JobConfig> job = ParseJobString(fmt::format(R"([model]
+input_shape = [3, 8, 8]
+loss = "softmax_cross_entropy"
+init = "kaiming_uniform"
+[[model.layer]]
+type = "conv2d"
+in_channels = 3
+out_channels = 4
+kernel_size = 3
+[[model.layer]]
+type = "conv2d"
+in_channels = 4
+out_channels = 5
+kernel_size = [2, 3]
+bias = false
+[[model.layer]]
+type = "flatten"
+[[model.layer]]
+type = "linear"
+in_features = 100
+out_features = 6
+[data]
+source = "synthetic"
+samples = 16
+[train]
+batch = 8
+momentum = 0.9
+[partition]
+strategy = "{}"
+)",
+                                                       ToString(strategy)));
+    ASSERT_TRUE(job.ok()) << job.status().ToString();
+    const Model model = *InitialModel(*job);
+    ASSERT_EQ(model.weights.size(), 3u);
+    const Plan plan = *Plan::Create(*job, -1, 16);
+    std::map<std::string, std::vector<float>> state;
+    for (auto& [k, v] : plan.InitialState(model)) state[k] = std::move(v);
+    for (const ShardSpec& s : plan.shards()) {
+      const std::vector<float>& whole = (s.bias ? model.biases : model.weights)[s.layer];
+      EXPECT_EQ(state.at(s.key), whole) << s.key;
+      EXPECT_EQ(s.RowLength() * s.tensor_shape[0], static_cast<int64_t>(whole.size())) << s.key;
+    }
+    const Model back = plan.ModelFromState([&](const std::string& k) { return state.at(k); });
+    EXPECT_EQ(back.weights, model.weights);
+    EXPECT_EQ(back.biases, model.biases);
   }
 }
 

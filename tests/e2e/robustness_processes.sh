@@ -22,7 +22,9 @@ timeout 540 "$acan" experiment robustness --processes 3 --quick --out "$work/out
 rc=$?
 set -e
 cat "$work/log"
-[[ -f "$work/out/experiment.json" ]] || { echo "FAIL: no experiment.json (exit $rc)" >&2; exit 1; }
+# (The log's last lines follow the FAIL line: CI's output shows the lines after it.)
+[[ -f "$work/out/experiment.json" ]] ||
+  { echo "FAIL: no experiment.json (exit $rc); the log ends:" >&2; tail -n 8 "$work/log" >&2; exit 1; }
 /usr/bin/python3 - "$work/out" <<'PY'
 import json, sys
 out = sys.argv[1]
