@@ -304,14 +304,15 @@ bool DropoutKeeps(uint64_t seed, int64_t epoch, int64_t sample, int64_t unit, do
 }
 
 void ApplyDropout(uint64_t seed, int64_t epoch, const int64_t* samples, int64_t rows, int64_t units,
-                  double p, float* x) {
+                  double p, float* x, int64_t unit0) {
   if (p <= 0) return;
   const float keep_scale = static_cast<float>(1.0 / (1.0 - p));
   const float pf = static_cast<float>(p);
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t stream = DropoutStream(seed, epoch, samples[r]);
     float* row = x + r * units;
-    for (int64_t u = 0; u < units; ++u) row[u] = Keeps(stream, u, pf) ? row[u] * keep_scale : 0.0f;
+    for (int64_t u = 0; u < units; ++u)
+      row[u] = Keeps(stream, unit0 + u, pf) ? row[u] * keep_scale : 0.0f;
   }
 }
 

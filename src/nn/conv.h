@@ -70,8 +70,9 @@ void AvgPool2dBackward(const Window2d& g, int64_t rows, const float* dz, float* 
 // task, on any handler, and every partition of the batch draws the same mask.
 bool DropoutKeeps(uint64_t seed, int64_t epoch, int64_t sample, int64_t unit, double p);
 // x[rows, units] <- x * mask / (1 - p) (inverted dropout), row r being sample samples[r] of the
-// data set. The backward pass is the same call on the gradient.
+// data set and column u unit unit0 + u of the sample (a block of a larger layer's units: the
+// tiles strategy). The backward pass is the same call on the gradient.
 void ApplyDropout(uint64_t seed, int64_t epoch, const int64_t* samples, int64_t rows, int64_t units,
-                  double p, float* x);
+                  double p, float* x, int64_t unit0 = 0);
 
 }  // namespace acan::nn

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "nn/network.h"
+
 namespace acan::nn {
 
 std::string ToString(const SampleShape& shape) {
@@ -212,11 +214,16 @@ Status CheckLayerList(const JobConfig& job) {
   Activation activation = job.model.activation;
   if (!AsDenseStack(job.model.layer, *input, &widths, &activation)) {
     if (job.partition.strategy == Strategy::kTiles) {
-      return Status::InvalidArgument(fmt::format(
-          "model.layer: a list of layers that is not a stack of linear layers trains with "
-          "partition.strategy = \"data\", \"pipeline\" or \"chain\" so far, not \"{}\" "
-          "(issue 45, in progress)",
-          ToString(job.partition.strategy)));
+      if (!job.partition.tile_bands.empty()) {
+        return Status::InvalidArgument(
+            "partition.tile_bands: a list of layers is cut in tiles of partition.task_size "
+            "alone, not in bands");
+      }
+      Result<Network> net = Network::Create(job.model.layer, *input);
+      if (!net.ok()) return net.status();
+      if (Result<std::vector<Network::TileLayer>> tiles = net->TileLayers(); !tiles.ok()) {
+        return Status::InvalidArgument("model.layer: " + std::string(tiles.status().message()));
+      }
     }
     if (!job.runtime.handler_memory.empty() || job.runtime.manager_memory > 0) {
       return Status::InvalidArgument(

@@ -66,6 +66,67 @@ Result<Network> Network::Create(std::vector<LayerConfig> layers, SampleShape inp
   return n;
 }
 
+Result<std::vector<Network::TileLayer>> Network::TileLayers() const {
+  std::vector<TileLayer> out;
+  const int n = static_cast<int>(layers_.size());
+  for (int i = 0; i < n; ++i) {
+    const LayerConfig& l = layers_[size_t(i)];
+    if (first_param_[size_t(i)] < 0) {
+      if (out.empty() && l.type != LayerType::kFlatten) {
+        return Status::InvalidArgument(fmt::format(
+            "partition.strategy = \"tiles\": layer {} ({}) comes before the first layer with "
+            "weights; only flatten may (a tile's input is a block of the data's channels)",
+            i, ToString(l.type)));
+      }
+      if (!out.empty()) out.back().end = i + 1;
+      continue;
+    }
+    const SampleShape& in = i == 0 ? input_ : shapes_[size_t(i) - 1];
+    TileLayer t;
+    t.layer = i;
+    t.end = i + 1;
+    t.bias = l.bias;
+    t.out_units = l.out;
+    t.z_shape = shapes_[size_t(i)];
+    t.z_per_unit = NumElements(t.z_shape) / l.out;
+    if (out.empty()) {
+      t.in_units = in[0];
+      t.in_per_unit = NumElements(in) / in[0];
+    }
+    if (l.type == LayerType::kConv2d) {
+      t.conv = true;
+      t.window = WindowOf(l, in);
+      t.k_per_unit = l.kernel_h * l.kernel_w;
+    }
+    out.push_back(std::move(t));
+  }
+  // Once each layer's post-ops are known: what a unit becomes after them, which is what a unit
+  // of the next layer's input is.
+  for (size_t k = 0; k < out.size(); ++k) {
+    TileLayer& t = out[k];
+    t.h_per_unit = ActivationSize(t.end) / t.out_units;
+    if (k > 0) {
+      t.in_units = out[k - 1].out_units;
+      t.in_per_unit = out[k - 1].h_per_unit;
+    }
+    if (!t.conv) t.k_per_unit = t.in_per_unit;
+  }
+  if (!out.empty() && out.back().end != out.back().layer + 1) {
+    return Status::InvalidArgument(fmt::format(
+        "partition.strategy = \"tiles\": layer {} ({}) comes after the last layer with weights; "
+        "the last layer's output must be the loss's input",
+        out.back().layer + 1, ToString(layers_[size_t(out.back().layer) + 1].type)));
+  }
+  return out;
+}
+
+Result<Network> Network::PostOps(const TileLayer& t, int64_t units) const {
+  SampleShape block = t.z_shape;
+  block[0] = units;
+  return Create(std::vector<LayerConfig>(layers_.begin() + t.layer + 1, layers_.begin() + t.end),
+                std::move(block));
+}
+
 int64_t Network::LargestActivation() const {
   int64_t largest = NumElements(input_);
   for (const SampleShape& s : shapes_) largest = std::max(largest, NumElements(s));
@@ -188,7 +249,8 @@ Status Network::ForwardRange(const Batch& batch, int i0, int i1, const float* x,
           if (batch.samples == nullptr) {
             return Status::InvalidArgument("dropout while training needs the rows' sample indices");
           }
-          ApplyDropout(batch.seed, batch.epoch, batch.samples, rows, in_size, l.p, out.data());
+          ApplyDropout(batch.seed, batch.epoch, batch.samples, rows, in_size, l.p, out.data(),
+                       batch.Unit0(in_size));
         }
         break;
     }
@@ -293,7 +355,8 @@ void Network::BackwardRange(const Batch& batch, int i0, int i1, const float* x,
         break;
       case LayerType::kDropout:
         if (training)
-          ApplyDropout(batch.seed, batch.epoch, batch.samples, rows, in_size, l.p, dz.data());
+          ApplyDropout(batch.seed, batch.epoch, batch.samples, rows, in_size, l.p, dz.data(),
+                       batch.Unit0(in_size));
         break;
       case LayerType::kFlatten:
         break;

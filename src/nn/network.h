@@ -14,6 +14,7 @@
 
 #include "acan/job.h"
 #include "acan/status.h"
+#include "nn/conv.h"
 #include "nn/kernels.h"
 #include "nn/layers.h"
 
@@ -62,6 +63,15 @@ class Network {
     const int64_t* samples = nullptr;  // needed when training with dropout
     int64_t epoch = 0;
     uint64_t seed = 0;
+    // A block of a larger network's channels (the tiles strategy runs a layer's activation,
+    // pooling and dropout on its block of output channels or features): channels [block0,
+    // block0 + block_units) of the tensor whose first dimension this network's input is a slice
+    // of; dropout then draws the larger tensor's units. block_units = 0: the whole.
+    int64_t block0 = 0, block_units = 0;
+    // The unit of the whole tensor that unit 0 of one sample's `size` floats here is.
+    int64_t Unit0(int64_t size) const {
+      return block_units > 0 ? block0 * (size / block_units) : 0;
+    }
   };
   // The forward pass, the loss (scale: 1 / the mini-batch's rows) and, when `grads` is not null,
   // the backward pass: (*grads)[i] gets params()[i]'s gradient. `training` applies dropout.
@@ -96,6 +106,33 @@ class Network {
                      std::vector<std::vector<float>>* grads, std::vector<float>* dx) const;
   // InvalidArgument unless there is one pointer per parameter.
   Status CheckParams(std::span<const float* const> params) const;
+
+  // The tiles strategy's view of the list: each layer with weights as a product over units
+  // (channels of a convolution, features of a linear layer), followed by its post-ops (the layers
+  // without weights up to the next layer with weights: activations, pooling, flatten, dropout,
+  // none of which mixes units). A tile multiplies a block of input units by a block of the
+  // weight's rows; the post-ops run on a block of output units alone.
+  struct TileLayer {
+    int layer = 0;            // its index in the list
+    int end = 0;              // its post-ops are the list's layers (layer, end)
+    int64_t in_units = 0;     // its input: in_units units of in_per_unit floats (one sample)
+    int64_t in_per_unit = 0;  // (a conv2d: the input's H x W; a linear layer: 1, or after a
+                              // flatten the previous layer's floats per channel)
+    int64_t k_per_unit = 0;   // a weight row's columns per input unit: kh x kw, or in_per_unit
+    int64_t out_units = 0;    // its output: out channels or features
+    int64_t z_per_unit = 0;   // floats per output unit before the post-ops (OH x OW, or 1)
+    int64_t h_per_unit = 0;   // and after them
+    bool bias = false;
+    bool conv = false;    // a conv2d, else a linear layer
+    Window2d window;      // a conv2d's, over the whole input (channels = in_units)
+    SampleShape z_shape;  // one sample's output before the post-ops: [out, OH, OW] or [out]
+  };
+  // InvalidArgument when the list cannot be cut so: a layer other than flatten before the first
+  // layer with weights, or a layer after the last one (its output is the loss's input).
+  Result<std::vector<TileLayer>> TileLayers() const;
+  // A network of tile layer `t`'s post-ops on a block of `units` of its output units (an empty
+  // list when it has none).
+  Result<Network> PostOps(const TileLayer& t, int64_t units) const;
 
  private:
   Network() = default;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "nn/dataset.h"
 #include "nn/evaluate.h"
@@ -356,16 +358,84 @@ TEST(CnnTrainingTest, APipelineOfAnyStagesGivesTheDataStrategysBytes) {
         EXPECT_EQ(in, (std::vector<int64_t>{t.rows * 8, t.rows * 27, 72})) << t.key;
         EXPECT_EQ(out, (std::vector<int64_t>{72, t.rows * 27})) << t.key;
       }
-      if (t.layer == 0) EXPECT_EQ(out, (std::vector<int64_t>{27, 3})) << t.key;
+      if (t.layer == 0) {
+        EXPECT_EQ(out, (std::vector<int64_t>{27, 3})) << t.key;
+      }
     }
   }
   EXPECT_EQ(forwards, 4 * 3);  // 3 micro-batches of 5, 5 and 2 rows
   EXPECT_EQ(backwards, 4 * 3);
 }
 
+// The largest difference between two models' values, tensor by tensor.
+double MaxDifference(const Model& a, const Model& b) {
+  double most = 0;
+  for (size_t l = 0; l < a.weights.size(); ++l) {
+    for (size_t i = 0; i < a.weights[l].size(); ++i)
+      most = std::max(most, double(std::abs(a.weights[l][i] - b.weights[l][i])));
+    for (size_t i = 0; i < a.biases[l].size(); ++i)
+      most = std::max(most, double(std::abs(a.biases[l][i] - b.biases[l][i])));
+  }
+  return most;
+}
+
+// Tiles of a list: every layer with weights a product over blocks of units (output channels by
+// input channels, features by features, a linear layer after a flatten cut at its channel
+// blocks), its activation, pooling and dropout run on a block of its output alone. The same
+// function as the data strategy's whole layers, summed in another order: the same weights to
+// float rounding, with edges that cut every layer (1, 2, 3) and one that cuts none (64); a
+// wrong block offset of dropout's mask, a tile's window or a partial's place moves them by the
+// size of a step.
+TEST(CnnTrainingTest, TilesOfAnyEdgeTrainAListAsTheDataStrategyDoes) {
+  for (bool deep : {false, true}) {
+    const Trained data = TrainJob(deep ? DeepCnnJob("data", 0, 0) : CnnJob("data", 0));
+    ASSERT_FALSE(data.losses.empty());
+    for (int64_t edge : {1, 2, 3, 64}) {
+      SCOPED_TRACE(std::string(deep ? "deep" : "small") + " edge " + std::to_string(edge));
+      const Trained tiles = TrainJob(deep ? DeepCnnJob("tiles", edge, 0) : CnnJob("tiles", edge));
+      ASSERT_EQ(tiles.losses.size(), data.losses.size());
+      for (size_t e = 0; e < data.losses.size(); ++e)
+        EXPECT_NEAR(tiles.losses[e], data.losses[e], 1e-4) << "epoch " << e;
+      EXPECT_LT(MaxDifference(tiles.model, data.model), 1e-4);
+      EXPECT_EQ(TrainJob(deep ? DeepCnnJob("tiles", edge, 0) : CnnJob("tiles", edge)).sha,
+                tiles.sha);
+    }
+  }
+  // The small CNN in tiles of 2: conv 1 -> 4 as 2 row blocks of one column block; the linear
+  // layer's 36 inputs (4 channels x 3 x 3 after pooling) as 2 column blocks of 18.
+  auto job = ParseJobString(CnnJob("tiles", 2), "cnn");
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  auto plan = Plan::Create(*job, -1, 96);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const ShardSpec& s : plan->shards()) shapes[s.key] = s.shape;
+  EXPECT_EQ(shapes, (std::map<std::string, std::vector<int64_t>>{{"param.l0.w.r0.c0", {2, 9}},
+                                                                 {"param.l0.w.r1.c0", {2, 9}},
+                                                                 {"param.l0.b.r0", {2}},
+                                                                 {"param.l0.b.r1", {2}},
+                                                                 {"param.l1.w.r0.c0", {2, 18}},
+                                                                 {"param.l1.w.r0.c1", {2, 18}},
+                                                                 {"param.l1.w.r1.c0", {1, 18}},
+                                                                 {"param.l1.w.r1.c1", {1, 18}},
+                                                                 {"param.l1.b.r0", {2}},
+                                                                 {"param.l1.b.r1", {1}}}));
+  for (const TaskSpec& t : plan->StepTasks(0, 16)) {
+    if (t.op == TaskOp::kTileActivation && t.layer == 0) {
+      // Partials of 2 channels x 6 x 6, its bias block; h pooled to 2 x 3 x 3, and z for the
+      // backward through relu and the pooling.
+      EXPECT_EQ(InputSizes(t), (std::vector<int64_t>{16 * 72, 2})) << t.key;
+      EXPECT_EQ(OutputSizes(t), (std::vector<int64_t>{16 * 18, 16 * 72})) << t.key;
+    }
+    if (t.op == TaskOp::kTileInputGrad) {
+      EXPECT_EQ(InputSizes(t), (std::vector<int64_t>{16 * 18, 16 * 18, 16 * 72})) << t.key;
+      EXPECT_EQ(OutputSizes(t), (std::vector<int64_t>{16 * 72})) << t.key;
+    }
+  }
+}
+
 // Every task of a list's plan goes through the space as bytes: each decodes to itself.
 TEST(CnnTrainingTest, EveryTaskOfAListsPlanDecodesToItself) {
-  for (const char* strategy : {"data", "chain", "pipeline"}) {
+  for (const char* strategy : {"data", "chain", "pipeline", "tiles"}) {
     auto job = ParseJobString(CnnJob(strategy, 5), "cnn");
     ASSERT_TRUE(job.ok());
     auto plan = Plan::Create(*job, -1, 96);
@@ -393,14 +463,29 @@ TEST(CnnTrainingTest, EveryTaskOfAListsPlanDecodesToItself) {
   EXPECT_FALSE(DecodeTask(EncodeTask(t)).ok());
 }
 
-TEST(CnnTrainingTest, StrategiesAndBudgetsNotYetCoveredAreRefusedByName) {
-  for (const char* s : {"tiles"}) {
-    auto job = ParseJobString(CnnJob(s, 0), "cnn");
-    ASSERT_FALSE(job.ok()) << s;
-    EXPECT_NE(job.status().message().find(std::string("not \"") + s + "\""), std::string::npos)
-        << job.status().message();
-  }
-  auto job = ParseJobString(CnnJob("data", 0) + "[runtime]\nhandler_memory = \"8MiB\"\n", "cnn");
+TEST(CnnTrainingTest, ListsTilesCannotCutAndBudgetsAreRefusedByName) {
+  // Tiles: a layer other than flatten before the first with weights, a layer after the last
+  // one, bands.
+  std::string text = CnnJob("tiles", 2);
+  text.replace(text.find("[[model.layer]]"), 0, "[[model.layer]]\ntype = \"relu\"\n");
+  auto job = ParseJobString(text, "cnn");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("layer 0 (relu) comes before the first layer with weights"),
+            std::string::npos)
+      << job.status().message();
+  text = CnnJob("tiles", 2);
+  text.replace(text.find("[data]"), 0, "[[model.layer]]\ntype = \"sigmoid\"\n");
+  job = ParseJobString(text, "cnn");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(
+      job.status().message().find("layer 6 (sigmoid) comes after the last layer with weights"),
+      std::string::npos)
+      << job.status().message();
+  job = ParseJobString(CnnJob("tiles", 0) + "tile_bands = [{edge = 2, share = 1}]\n", "cnn");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find("not in bands"), std::string::npos)
+      << job.status().message();
+  job = ParseJobString(CnnJob("data", 0) + "[runtime]\nhandler_memory = \"8MiB\"\n", "cnn");
   ASSERT_FALSE(job.ok());
   EXPECT_NE(job.status().message().find("memory budgets"), std::string::npos);
 }

@@ -79,19 +79,47 @@ Result<Plan> Plan::Create(const JobConfig& job, int64_t task_size, int64_t epoch
     ACAN_ASSIGN_OR_RETURN(Network net, Network::Create(job.model.layer, p.input_shape_));
     p.net_ = job.model.layer;
     p.widths_ = {net.InputSize(), net.OutputSize()};
+    const bool tiled = p.strategy_ == Strategy::kTiles;
+    if (tiled) {
+      if (!p.bands_.empty()) {
+        return Status::InvalidArgument(
+            "partition.tile_bands: a list of layers is cut in tiles of task_size alone, not in "
+            "bands");
+      }
+      ACAN_ASSIGN_OR_RETURN(p.tile_layers_, net.TileLayers());
+    }
     for (const ListParam& param : net.params()) {
       if (!param.bias) ++p.weight_layers_;
-      ShardSpec s;
-      s.layer = p.weight_layers_ - 1;
-      s.bias = param.bias;
-      s.key = ParamKey(s.layer, s.bias);
-      s.momentum_key = p.momentum_ > 0 ? MomKey(s.layer, s.bias) : "";
-      s.name = param.name;
-      s.r1 = param.rows;
-      s.c1 = param.cols;
-      s.tensor_shape = param.shape;
-      s.shape = param.shape;
-      p.shards_.push_back(std::move(s));
+      const int w = p.weight_layers_ - 1;
+      // Tiles: a weight's tiles are blocks of its output units (rows) by blocks of its input
+      // units (columns: k_per_unit each), a bias's its row blocks; else the tensor whole.
+      std::vector<int64_t> rows = {0, param.rows}, cols = {0, param.cols};
+      if (tiled) {
+        const Network::TileLayer& tl = p.tile_layers_[size_t(w)];
+        rows = p.Cuts(tl.out_units);
+        cols = param.bias ? std::vector<int64_t>{0, 1} : p.Cuts(tl.in_units);
+        if (!param.bias) {
+          for (int64_t& c : cols) c *= tl.k_per_unit;
+        }
+      }
+      for (size_t r = 0; r + 1 < rows.size(); ++r) {
+        for (size_t c = 0; c + 1 < cols.size(); ++c) {
+          ShardSpec s;
+          s.layer = w;
+          s.bias = param.bias;
+          s.tile = tiled ? T('r', int64_t(r)) + (param.bias ? "" : T('c', int64_t(c))) : "";
+          s.key = ParamKey(s.layer, s.bias) + s.tile;
+          s.momentum_key = p.momentum_ > 0 ? MomKey(s.layer, s.bias) + s.tile : "";
+          s.name = param.name;
+          s.r0 = rows[r], s.r1 = rows[r + 1];
+          s.c0 = cols[c], s.c1 = cols[c + 1];
+          s.tensor_shape = param.shape;
+          s.shape = tiled ? (param.bias ? std::vector<int64_t>{s.r1 - s.r0}
+                                        : std::vector<int64_t>{s.r1 - s.r0, s.c1 - s.c0})
+                          : param.shape;
+          p.shards_.push_back(std::move(s));
+        }
+      }
     }
     p.MakeStages(job.partition.stages);
     return p;
@@ -228,7 +256,11 @@ std::vector<Plan::InputPart> Plan::InputParts(int64_t step, int64_t rows) const 
   const int64_t in = widths_[0];
   const int64_t tw = loss_ == LossKind::kMse ? widths_.back() : 1;
   if (strategy_ == Strategy::kTiles) {
-    const std::vector<int64_t> cols = Cuts(in);
+    // (A list's input is cut in blocks of its first layer's input units: channels.)
+    std::vector<int64_t> cols = Cuts(net_.empty() ? in : tile_layers_[0].in_units);
+    if (!net_.empty()) {
+      for (int64_t& c : cols) c *= tile_layers_[0].in_per_unit;
+    }
     for (size_t c = 0; c + 1 < cols.size(); ++c) {
       out.push_back({S("x", step) + T('c', int64_t(c)), false, 0, rows, cols[c], cols[c + 1]});
     }
@@ -327,6 +359,10 @@ std::vector<TaskSpec> Plan::StepTasks(int64_t step, int64_t rows) const {
 }
 
 void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
+  if (!net_.empty()) {
+    ListTilesTasks(step, rows, out);
+    return;
+  }
   const int layers = NumLayers();
   // Column block c of layer l's input: x for layer 0, else row block c of layer l-1's output.
   auto act_in = [&](int l, int64_t c) {
@@ -419,6 +455,122 @@ void Plan::TilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) co
         t.inputs.push_back(S("dap", step) + T('l', l) + T('r', r) + T('c', c));
       t.inputs.push_back(act_in(l, c));
       t.outputs = {S("dz", step) + T('l', l - 1) + T('r', c)};
+      out->push_back(std::move(t));
+    }
+  }
+}
+
+// A list of layers in tiles (Network::TileLayers): each layer with weights a product over units
+// (channels, features), its output units and input units cut in blocks of task_size.
+//  - fwd.l<w>.r<r>.c<c>: input block c times weight tile (r, c): a partial output zp, no bias;
+//  - act.l<w>.r<r>: the partials summed in order, the bias, then the layer's post-ops (activation,
+//    pooling, flatten, dropout) on output block r alone: h, and when the post-ops are not nothing
+//    and a later layer needs it, z (the block before them) for the backward;
+//  - loss: every output block, the targets: the metrics and d loss / d output, block by block;
+//  - bwd.l<w>.r<r>.c<c>: the tile's weight gradient, its bias block's (c = 0), and (w > 0) dap,
+//    its part of d loss / d input block c;
+//  - bact.l<w>.c<c> (w > 0): the parts summed in order, then back through layer w - 1's post-ops
+//    from its z block: dz of layer w - 1's block c.
+void Plan::ListTilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const {
+  const int layers = weight_layers_;
+  const int last = layers - 1;
+  auto act_in = [&](int w, int64_t c) {
+    return w == 0 ? S("x", step) + T('c', c) : S("h", step) + T('l', w - 1) + T('r', c);
+  };
+  // The output block a layer's backward goes through its post-ops from.
+  auto has_post = [&](int w) {
+    return tile_layers_[size_t(w)].end > tile_layers_[size_t(w)].layer + 1;
+  };
+  auto pre = [&](int w, int64_t r) {
+    return S(has_post(w) ? "z" : "h", step) + T('l', w) + T('r', r);
+  };
+  for (int w = 0; w < layers; ++w) {
+    const Network::TileLayer& tl = tile_layers_[size_t(w)];
+    const std::vector<int64_t> rc = Cuts(tl.out_units), cc = Cuts(tl.in_units);
+    const int64_t nr = int64_t(rc.size()) - 1, nc = int64_t(cc.size()) - 1;
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t c = 0; c < nc; ++c) {
+        TaskSpec t = Base(step, rows);
+        t.key = S("fwd", step) + T('l', w) + T('r', r) + T('c', c);
+        t.type = TaskType::kForward;
+        t.op = TaskOp::kTileForward;
+        t.layer = w;
+        t.r0 = rc[r], t.r1 = rc[r + 1];
+        t.c0 = cc[c], t.c1 = cc[c + 1];
+        t.inputs = {act_in(w, c), ParamKey(w, false) + T('r', r) + T('c', c)};
+        t.outputs = {S("zp", step) + T('l', w) + T('r', r) + T('c', c)};
+        out->push_back(std::move(t));
+      }
+    }
+    for (int64_t r = 0; r < nr; ++r) {
+      TaskSpec t = Base(step, rows);
+      t.key = S("act", step) + T('l', w) + T('r', r);
+      t.type = TaskType::kActivation;
+      t.op = TaskOp::kTileActivation;
+      t.layer = w;
+      t.r0 = rc[r], t.r1 = rc[r + 1];
+      t.parts = static_cast<int>(nc);
+      for (int64_t c = 0; c < nc; ++c)
+        t.inputs.push_back(S("zp", step) + T('l', w) + T('r', r) + T('c', c));
+      if (tl.bias) t.inputs.push_back(ParamKey(w, true) + T('r', r));
+      t.outputs = {S("h", step) + T('l', w) + T('r', r)};
+      if (has_post(w) && w < last) t.outputs.push_back(pre(w, r));
+      out->push_back(std::move(t));
+    }
+  }
+  const Network::TileLayer& tl_last = tile_layers_[size_t(last)];
+  std::vector<int64_t> outs = Cuts(tl_last.out_units);
+  const int64_t nout = int64_t(outs.size()) - 1;
+  {
+    TaskSpec t = Base(step, rows);
+    t.key = S("loss", step);
+    t.type = TaskType::kLoss;
+    t.op = TaskOp::kLoss;
+    t.layer = last;
+    t.part_edges = outs;
+    for (int64_t& e : t.part_edges) e *= tl_last.h_per_unit;
+    t.parts = static_cast<int>(nout);
+    for (int64_t r = 0; r < nout; ++r) t.inputs.push_back(S("h", step) + T('l', last) + T('r', r));
+    t.inputs.push_back(S("t", step));
+    t.outputs = {S("met", step)};
+    for (int64_t r = 0; r < nout; ++r)
+      t.outputs.push_back(S("dz", step) + T('l', last) + T('r', r));
+    out->push_back(std::move(t));
+  }
+  for (int w = last; w >= 0; --w) {
+    const Network::TileLayer& tl = tile_layers_[size_t(w)];
+    const std::vector<int64_t> rc = Cuts(tl.out_units), cc = Cuts(tl.in_units);
+    const int64_t nr = int64_t(rc.size()) - 1, nc = int64_t(cc.size()) - 1;
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t c = 0; c < nc; ++c) {
+        TaskSpec t = Base(step, rows);
+        t.key = S("bwd", step) + T('l', w) + T('r', r) + T('c', c);
+        t.type = TaskType::kBackward;
+        t.op = TaskOp::kTileBackward;
+        t.layer = w;
+        t.r0 = rc[r], t.r1 = rc[r + 1];
+        t.c0 = cc[c], t.c1 = cc[c + 1];
+        t.inputs = {S("dz", step) + T('l', w) + T('r', r), act_in(w, c),
+                    ParamKey(w, false) + T('r', r) + T('c', c)};
+        t.outputs = {S("gw", step) + T('l', w) + T('r', r) + T('c', c)};
+        if (c == 0 && tl.bias) t.outputs.push_back(S("gb", step) + T('l', w) + T('r', r));
+        if (w > 0) t.outputs.push_back(S("dap", step) + T('l', w) + T('r', r) + T('c', c));
+        out->push_back(std::move(t));
+      }
+    }
+    if (w == 0) continue;
+    for (int64_t c = 0; c < nc; ++c) {
+      TaskSpec t = Base(step, rows);
+      t.key = S("bact", step) + T('l', w) + T('c', c);
+      t.type = TaskType::kBackward;
+      t.op = TaskOp::kTileInputGrad;
+      t.layer = w;
+      t.c0 = cc[c], t.c1 = cc[c + 1];
+      t.parts = static_cast<int>(nr);
+      for (int64_t r = 0; r < nr; ++r)
+        t.inputs.push_back(S("dap", step) + T('l', w) + T('r', r) + T('c', c));
+      t.inputs.push_back(pre(w - 1, c));
+      t.outputs = {S("dz", step) + T('l', w - 1) + T('r', c)};
       out->push_back(std::move(t));
     }
   }

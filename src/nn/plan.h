@@ -29,6 +29,7 @@
 #include "acan/job.h"
 #include "acan/status.h"
 #include "nn/model.h"
+#include "nn/network.h"
 #include "nn/task.h"
 #include "nn/tensor.h"
 
@@ -145,6 +146,7 @@ class Plan {
   void UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void ListStageTasks(int64_t step, int64_t rows, int64_t k, std::vector<TaskSpec>* out) const;
+  void ListTilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void MakeStages(int64_t stages);
   int64_t MicroRows(int64_t rows) const;  // micro-batch rows for a mini-batch of `rows`
 
@@ -165,6 +167,7 @@ class Plan {
   std::vector<LayerConfig> net_;
   std::vector<int64_t> input_shape_;
   int weight_layers_ = 0;  // layers with weights: NumLayers() for the widths form
+  std::vector<Network::TileLayer> tile_layers_;  // a list's layers with weights cut in tiles
 };
 
 template <typename Get>

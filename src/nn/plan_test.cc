@@ -2,6 +2,7 @@
 // bitwise reproducibility of a plan, whatever order a dataflow executor runs its tasks in.
 #include "nn/plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <map>
 #include <regex>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "nn/dataset.h"
 #include "nn/executor.h"

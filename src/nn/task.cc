@@ -186,9 +186,24 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
       ok = t.layer < std::max<int64_t>(weights, 1) && t.layer_end <= weights &&
            (t.op != TaskOp::kUpdate || (t.r1 <= rows && t.c1 <= (t.bias ? 1 : cols)));
       const bool stage = t.op == TaskOp::kStageForward || t.op == TaskOp::kStageBackward;
+      const bool tile = t.op == TaskOp::kTileForward || t.op == TaskOp::kTileActivation ||
+                        t.op == TaskOp::kTileBackward || t.op == TaskOp::kTileInputGrad;
       ok = ok && (t.op == TaskOp::kMicroBatch || t.op == TaskOp::kUpdate ||
-                  t.op == TaskOp::kChain || (stage && t.layer < t.layer_end) ||
-                  (t.op == TaskOp::kLoss && t.parts <= 1 && t.part_edges.empty()));
+                  t.op == TaskOp::kChain || (stage && t.layer < t.layer_end) || tile ||
+                  (t.op == TaskOp::kLoss && (t.parts <= 1 || !t.part_edges.empty())));
+      if (ok && tile) {
+        // A tile of a list cut in tiles: its output units [r0, r1) and input units [c0, c1)
+        // within its layer's, and at least one part to sum.
+        Result<std::vector<Network::TileLayer>> tiles = net->TileLayers();
+        ok = tiles.ok() && t.layer < static_cast<int>(tiles->size());
+        if (ok) {
+          const Network::TileLayer& l = (*tiles)[size_t(t.layer)];
+          const bool sums = t.op == TaskOp::kTileActivation || t.op == TaskOp::kTileInputGrad;
+          ok = (!sums || t.parts >= 1) && (t.op != TaskOp::kTileInputGrad || t.layer >= 1) &&
+               (t.op == TaskOp::kTileInputGrad || (t.r0 < t.r1 && t.r1 <= l.out_units)) &&
+               (t.op == TaskOp::kTileActivation || (t.c0 < t.c1 && t.c1 <= l.in_units));
+        }
+      }
     }
   } else if (ok) {
     ok = t.r1 <= t.widths[t.layer + 1] && t.c1 <= t.widths[t.layer];

@@ -1,6 +1,7 @@
 // A convolutional network (a list of layers: convolution, pooling, dropout) trained by the runtime
-// in process: bitwise the reference trainer's weights with the data, pipeline and chain strategies,
-// under handler and manager crashes too, every version exactly once at the independent oracle.
+// in process: bitwise the reference trainer's weights with the data, pipeline, chain and tiles
+// strategies, under handler and manager crashes too, every version exactly once at the independent
+// oracle.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -76,12 +77,15 @@ TEST(CnnRuntimeTest, EveryStrategyIsBitwiseTheReferenceUnderCrashes) {
     int64_t task_size, manager_range, handler_range;
   };
   for (const auto& [strategy, task_size, manager_range, handler_range] :
-       {Case{"data", 4, 300, 300}, Case{"pipeline", 4, 400, 400}, Case{"chain", 3, 40, 16}}) {
+       {Case{"data", 4, 300, 300}, Case{"pipeline", 4, 400, 400}, Case{"chain", 3, 40, 16},
+        Case{"tiles", 2, 800, 800}}) {
     SCOPED_TRACE(strategy);
     const JobConfig job = CnnJob(strategy, task_size);
     const Reference ref = ReferenceRun(job);
     // The pipeline's stages run the data strategy's micro-batches: the same bytes.
-    if (strategy == "pipeline") EXPECT_EQ(ref.weights, ReferenceRun(CnnJob("data", 4)).weights);
+    if (strategy == "pipeline") {
+      EXPECT_EQ(ref.weights, ReferenceRun(CnnJob("data", 4)).weights);
+    }
     RunOptions o;
     o.handlers = 3;
     auto plain = RunWatched(job, ref.data, ref.init, o);

@@ -27,8 +27,10 @@ JobConfig Job(const std::string& strategy, int64_t task_size, int64_t samples, i
 }
 
 // A small convolutional network (a list of layers with dropout) cut into a pipeline of its two
-// weight layers: the list's stage, loss and update tasks in every cell of the matrix.
-JobConfig CnnJob(int64_t samples, int64_t epochs = 2) {
+// weight layers (the list's stage, loss and update tasks in every cell of the matrix), or in
+// tiles of one unit (a channel, a feature: the list's tile, activation, input-grad, loss and
+// update tasks).
+JobConfig CnnJob(int64_t samples, int64_t epochs = 2, const std::string& strategy = "pipeline") {
   auto job = ParseJobString(fmt::format(R"([model]
 input_shape = [1, 6, 6]
 loss = "softmax_cross_entropy"
@@ -61,10 +63,10 @@ batch = 8
 lr = 0.05
 momentum = 0.9
 [partition]
-strategy = "pipeline"
-task_size = 4
+strategy = "{}"
+task_size = {}
 )",
-                                        samples, epochs),
+                                        samples, epochs, strategy, strategy == "tiles" ? 1 : 4),
                             "cnn");
   EXPECT_TRUE(job.ok()) << job.status().ToString();
   return *job;
@@ -123,18 +125,20 @@ const char* FaultName(Fault f) {
   }
 }
 
-// A cell: the key class, the fault, and the job (an MLP's data strategy, or a CNN's pipeline).
-using Cell = std::tuple<Class, Fault, bool>;
+// A cell: the key class, the fault, and the job: "mlp" (an MLP's data strategy), or a CNN's
+// "pipeline" or "tiles".
+using Cell = std::tuple<Class, Fault, const char*>;
 class FaultMatrixTest : public ::testing::TestWithParam<Cell> {};
 
 TEST_P(FaultMatrixTest, ChangesTheCostNeverTheResult) {
-  const auto& [cls, fault, cnn] = GetParam();
+  const auto& [cls, fault, kind] = GetParam();
+  const bool cnn = std::string(kind) != "mlp";
   const uint64_t seed = SeedOr(7);
-  SCOPED_TRACE(fmt::format("{} of {}{}, seed {} (ACAN_FAULT_SEED={} replays it)", FaultName(fault),
-                           cls.name, cnn ? " (a CNN's pipeline)" : "", seed, seed));
+  SCOPED_TRACE(fmt::format("{} of {} ({}), seed {} (ACAN_FAULT_SEED={} replays it)",
+                           FaultName(fault), cls.name, kind, seed, seed));
   const bool lease = std::string(cls.name) == "lease";
   // The lease is renewed every third of it: a run of some length gives it a few dozen puts.
-  JobConfig job = cnn ? CnnJob(lease ? 320 : 64) : Job("data", 4, lease ? 320 : 64);
+  JobConfig job = cnn ? CnnJob(lease ? 320 : 64, 2, kind) : Job("data", 4, lease ? 320 : 64);
   const Reference ref = ReferenceRun(job);
   FaultOptions f;
   f.patterns = {cls.pattern};
@@ -162,8 +166,7 @@ TEST_P(FaultMatrixTest, ChangesTheCostNeverTheResult) {
     EXPECT_GT(r->progress.retransmitted, 0);
   }
   std::printf("[ fault    ] %-9s %-13s %-4s injected %3lld, retransmitted %3lld (%s)\n",
-              FaultName(fault), cls.name, cnn ? "cnn" : "mlp",
-              static_cast<long long>(counts->total()),
+              FaultName(fault), cls.name, kind, static_cast<long long>(counts->total()),
               static_cast<long long>(r->progress.retransmitted),
               [&] {
                 std::string reasons;
@@ -180,11 +183,17 @@ std::string CellName(const ::testing::TestParamInfo<Cell>& info) {
 }
 INSTANTIATE_TEST_SUITE_P(EveryClass, FaultMatrixTest,
                          ::testing::Combine(::testing::ValuesIn(kClasses),
-                                            ::testing::ValuesIn(kFaults), ::testing::Values(false)),
+                                            ::testing::ValuesIn(kFaults), ::testing::Values("mlp")),
                          CellName);
 INSTANTIATE_TEST_SUITE_P(EveryClassOnACnnPipeline, FaultMatrixTest,
                          ::testing::Combine(::testing::ValuesIn(kClasses),
-                                            ::testing::ValuesIn(kFaults), ::testing::Values(true)),
+                                            ::testing::ValuesIn(kFaults),
+                                            ::testing::Values("pipeline")),
+                         CellName);
+INSTANTIATE_TEST_SUITE_P(EveryClassOnCnnTiles, FaultMatrixTest,
+                         ::testing::Combine(::testing::ValuesIn(kClasses),
+                                            ::testing::ValuesIn(kFaults),
+                                            ::testing::Values("tiles")),
                          CellName);
 
 // A handler's outputs (step tensors, proposals) stored with bytes that are not their writer's, as
