@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A convolutional network (a list of layers: convolution, pooling, dropout) trained in process and
 # across processes over nats:local with handlers and managers SIGKILLed: the same weights bit for
-# bit, restarts that happened, and each run's audit log naming its final model.
+# bit, restarts that happened, and each run's audit log naming its final model. Then the same list
+# in tiles of 2 units (channels, features) across processes: the in-process weights bit for bit.
 # Usage: cnn_processes.sh ACAN_BINARY
 set -euo pipefail
 acan=${1:?usage: $0 ACAN_BINARY}
@@ -62,3 +63,16 @@ for run in mem proc; do
   "$acan" audit verify "$work/$run/audit.jsonl" --model "$work/$run/model.safetensors"
 done
 echo "ok: bitwise across processes under $handlers handler and $managers manager kills"
+
+# Tiles: a conv's output channels by its input channels, the linear layer's features by the
+# conv's channel blocks; every tile, activation, input-grad and update task crosses the space.
+sed -e 's/^samples = 960$/samples = 192/' -e 's/^epochs = 4$/epochs = 1/' \
+  -e 's/^strategy = "data"$/strategy = "tiles"/' -e 's/^task_size = 4$/task_size = 2/' \
+  "$work/cnn.toml" > "$work/tiles.toml"
+"$acan" train "$work/tiles.toml" --out "$work/tiles-mem" --quiet
+"$acan" train "$work/tiles.toml" --processes 2 --space nats:local --out "$work/tiles-proc" \
+  > "$work/tiles.log" 2>&1 || { cat "$work/tiles.log"; exit 1; }
+mem=$(sha "$work/tiles-mem/summary.json") proc=$(sha "$work/tiles-proc/summary.json")
+echo "tiles: in process $mem; across processes $proc"
+[[ "$mem" == "$proc" ]] || { echo "FAIL: the tiles' weights differ across processes"; exit 1; }
+echo "ok: tiles bitwise across processes"

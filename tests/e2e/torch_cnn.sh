@@ -2,7 +2,7 @@
 # A small CNN (every layer type acan has) trained by `acan train` on part of Fashion-MNIST, its
 # model file loaded into the equivalent torch.nn.Sequential with load_state_dict(strict=True) and
 # evaluated by PyTorch to acan's test loss and accuracy (tests/e2e/torch_cnn.py). Then the same
-# layers trained step for step by acan (data, pipeline and chain strategies) and by PyTorch from
+# layers trained step for step by acan (data, pipeline, chain and tiles of 4 units) and by PyTorch from
 # PyTorch's initial weights, rows in order, acan's dropout masks: every tensor equal to rounding
 # (tests/e2e/torch_cnn_train.py). Skipped (77)
 # where python3-torch is not installed (scripts/install-deps.sh --bench installs it).
@@ -80,10 +80,10 @@ TOML
 # Step for step against PyTorch: 3 steps of 32 rows (momentum, the lr's decay after 2 steps) from
 # PyTorch's initial weights, given as model.init.
 /usr/bin/python3 "$here/torch_cnn_train.py" init "$work/cnn.toml" "$work/init.safetensors"
-for strategy in data pipeline chain; do
+for strategy in data pipeline chain tiles; do
   sed -e 's/^limit = 2048$/limit = 96\nshuffle = false/' -e 's/^epochs = 2$/epochs = 1\nlr_decay = 0.5\nlr_decay_steps = 2/' \
     -e "s|^init = .*|init = \"$work/init.safetensors\"|" -e "s/^strategy = .*/strategy = \"$strategy\"/" \
-    -e 's/^task_size = 16$/task_size = 0/' "$work/cnn.toml" > "$work/steps.toml"
+    -e "s/^task_size = 16$/task_size = $([[ $strategy == tiles ]] && echo 4 || echo 0)/" "$work/cnn.toml" > "$work/steps.toml"
   echo "== $strategy"
   "$acan" train "$work/steps.toml" --out "$work/steps-$strategy" --quiet
   /usr/bin/python3 "$here/torch_cnn_train.py" check "$work/steps.toml" "$work/init.safetensors" \
