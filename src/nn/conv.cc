@@ -200,7 +200,8 @@ int64_t MaxAt(const Window2d& g, const float* in, const Clip& c) {
     // at -inf only a greater value or a NaN moves.
     const int64_t a0 = c.h0 * g.width + c.w0, a1 = a0 + 1, a2 = a0 + g.width, a3 = a2 + 1;
     const float v0 = in[a0], v1 = in[a1], v2 = in[a2], v3 = in[a3];
-    if (!(std::isnan(v0) | std::isnan(v1) | std::isnan(v2) | std::isnan(v3))) {
+    // (int: no short-circuit branches, and clang's -Wbitwise-instead-of-logical holds.)
+    if (!(int(std::isnan(v0)) | int(std::isnan(v1)) | int(std::isnan(v2)) | int(std::isnan(v3)))) {
       int64_t at = a0;
       float best = v0;
       at = v1 > best ? a1 : at, best = v1 > best ? v1 : best;
