@@ -244,7 +244,16 @@ Status RunListStageBackward(const TaskSpec& t, Inputs in, std::vector<std::vecto
   return Status::Ok();
 }
 
-// A list's tile task (the tiles strategy, Plan::ListTilesTasks): the layer with weights t.layer
+// Inputs 0 .. parts - 1 summed in that order (a tile's partial outputs, its parts of an input's
+// gradient).
+std::vector<float> SumParts(Inputs in, int parts) {
+  std::vector<float> sum(in[0].begin(), in[0].end());
+  for (int p = 1; p < parts; ++p)
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += in[size_t(p)][i];
+  return sum;
+}
+
+// A list's tile task (the tiles strategy, Plan::TilesTasks): the layer with weights t.layer
 // in units, and for an input-grad task the one before it, whose output block it goes back through.
 struct ListTile {
   // (DecodeTask has checked that the list cuts into tiles.)
@@ -309,9 +318,7 @@ Status RunListTileActivation(const TaskSpec& t, Inputs in, std::vector<std::vect
   const ListTile s = TileOf(t);
   const Network::TileLayer& l = s.at();
   const int64_t n = t.r1 - t.r0;
-  std::vector<float> z(in[0].begin(), in[0].end());
-  for (int p = 1; p < t.parts; ++p)
-    for (size_t i = 0; i < z.size(); ++i) z[i] += in[size_t(p)][i];
+  std::vector<float> z = SumParts(in, t.parts);
   if (l.bias) {
     const float* b = in[size_t(t.parts)].data();
     for (int64_t r = 0; r < t.rows; ++r)
@@ -379,9 +386,7 @@ Status RunListTileBackward(const TaskSpec& t, Inputs in, std::vector<std::vector
 Status RunListTileInputGrad(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>* out) {
   const ListTile s = TileOf(t);
   const Network::TileLayer& l = s.before();
-  std::vector<float> d(in[0].begin(), in[0].end());
-  for (int p = 1; p < t.parts; ++p)
-    for (size_t i = 0; i < d.size(); ++i) d[i] += in[size_t(p)][i];
+  std::vector<float> d = SumParts(in, t.parts);
   if (!HasPostOps(l)) {
     (*out)[0] = std::move(d);
     return Status::Ok();
@@ -698,9 +703,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
     case TaskOp::kTileActivation: {
       const int64_t n = t.r1 - t.r0;
       std::vector<float>& h = (*out)[0];
-      h.assign(in[0].begin(), in[0].end());
-      for (int p = 1; p < t.parts; ++p)
-        for (size_t i = 0; i < h.size(); ++i) h[i] += in[p][i];
+      h = SumParts(in, t.parts);
       const float* b = in[t.parts].data();
       for (int64_t r = 0; r < t.rows; ++r)
         for (int64_t j = 0; j < n; ++j) h[r * n + j] += b[j];
@@ -728,9 +731,7 @@ Status ExecuteTask(const TaskSpec& t, Inputs in, std::vector<std::vector<float>>
     }
     case TaskOp::kTileInputGrad: {
       std::vector<float>& d = (*out)[0];
-      d.assign(in[0].begin(), in[0].end());
-      for (int p = 1; p < t.parts; ++p)
-        for (size_t i = 0; i < d.size(); ++i) d[i] += in[p][i];
+      d = SumParts(in, t.parts);
       ApplyActivationGrad(ActOf(t, t.layer - 1), in[t.parts].data(), d.data(),
                           static_cast<int64_t>(d.size()));
       break;

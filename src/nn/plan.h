@@ -146,7 +146,12 @@ class Plan {
   void UpdateTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void ChainTask(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
   void ListStageTasks(int64_t step, int64_t rows, int64_t k, std::vector<TaskSpec>* out) const;
-  void ListTilesTasks(int64_t step, int64_t rows, std::vector<TaskSpec>* out) const;
+  struct TileCut {
+    std::vector<int64_t> rows, cols;  // Cuts of its output units and of its input units
+    bool bias = true;
+    bool keeps_z = false;
+  };
+  TileCut TileCutOf(int l) const;
   void MakeStages(int64_t stages);
   int64_t MicroRows(int64_t rows) const;  // micro-batch rows for a mini-batch of `rows`
 

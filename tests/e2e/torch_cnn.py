@@ -6,10 +6,8 @@ PyTorch's (an independent implementation of every layer).
 
 Usage: /usr/bin/python3 tests/e2e/torch_cnn.py JOB_TOML MODEL_SAFETENSORS SUMMARY_JSON
 Exits 77 (skipped) when PyTorch is not installed."""
-import gzip
 import json
 import os
-import struct
 import sys
 import tomllib
 
@@ -20,17 +18,12 @@ except ImportError:
     print("skipped: python3-torch (and NumPy) are not installed")
     sys.exit(77)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../bench"))
-from torch_fashion import read_safetensors  # noqa: E402
+from torch_fashion import read_idx, read_safetensors  # noqa: E402
 from torch_layers import sequential  # noqa: E402
 
 job_path, model_path, summary_path = sys.argv[1:4]
 job = tomllib.load(open(job_path, "rb"))
 
-
-def read_idx(path, dims):
-    blob = gzip.open(path, "rb").read()
-    shape = struct.unpack(">" + "I" * dims, blob[4:4 + 4 * dims])
-    return np.frombuffer(blob[4 + 4 * dims:], dtype=np.uint8).reshape(shape)
 
 
 model = sequential(job["model"]["layer"])

@@ -11,7 +11,6 @@ by the size of a step or more).
 Usage: /usr/bin/python3 tests/e2e/torch_cnn_train.py init JOB_TOML INIT_SAFETENSORS
        /usr/bin/python3 tests/e2e/torch_cnn_train.py check JOB_TOML INIT_SAFETENSORS MODEL_SAFETENSORS
 Exits 77 (skipped) when PyTorch is not installed."""
-import gzip
 import json
 import os
 import struct
@@ -25,7 +24,7 @@ except ImportError:
     print("skipped: python3-torch (and NumPy) are not installed")
     sys.exit(77)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../bench"))
-from torch_fashion import read_safetensors  # noqa: E402
+from torch_fashion import read_idx, read_safetensors  # noqa: E402
 from torch_layers import AcanDropout, sequential  # noqa: E402
 
 
@@ -42,11 +41,6 @@ def write_safetensors(path, tensors):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
-
-def read_idx(path, dims):
-    blob = gzip.open(path, "rb").read()
-    shape = struct.unpack(">" + "I" * dims, blob[4:4 + 4 * dims])
-    return np.frombuffer(blob[4 + 4 * dims:], dtype=np.uint8).reshape(shape)
 
 
 def main():
