@@ -455,6 +455,15 @@ TEST(CnnTrainingTest, EveryTaskOfAListsPlanDecodesToItself) {
   t.net[0].out = int64_t{1} << 23;
   t.net[0].kernel_h = t.net[0].kernel_w = 1 << 23;
   EXPECT_FALSE(DecodeTask(EncodeTask(t)).ok());
+  // And a tile task that would sum more parts than the inputs it names.
+  for (const TaskSpec& tile :
+       Plan::Create(*ParseJobString(CnnJob("tiles", 2), "cnn"), -1, 96)->StepTasks(0, 16)) {
+    if (tile.op != TaskOp::kTileActivation) continue;
+    TaskSpec bad = tile;
+    bad.parts = 1 << 30;
+    EXPECT_FALSE(DecodeTask(EncodeTask(bad)).ok()) << tile.key;
+    break;
+  }
   // So is one whose rows times a layer's activation would be too large a tensor: 36 floats in,
   // 4 x 6 x 6 = 144 after the convolution.
   t = Plan::Create(job, -1, 96)->StepTasks(0, 16)[0];

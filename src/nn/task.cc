@@ -193,13 +193,14 @@ Result<TaskSpec> DecodeTask(std::string_view bytes) {
                   (t.op == TaskOp::kLoss && (t.parts <= 1 || !t.part_edges.empty())));
       if (ok && tile) {
         // A tile of a list cut in tiles: its output units [r0, r1) and input units [c0, c1)
-        // within its layer's, and at least one part to sum.
+        // within its layer's, and at least one part to sum, no more than the inputs it names.
         Result<std::vector<Network::TileLayer>> tiles = net->TileLayers();
         ok = tiles.ok() && t.layer < static_cast<int>(tiles->size());
         if (ok) {
           const Network::TileLayer& l = (*tiles)[size_t(t.layer)];
           const bool sums = t.op == TaskOp::kTileActivation || t.op == TaskOp::kTileInputGrad;
-          ok = (!sums || t.parts >= 1) && (t.op != TaskOp::kTileInputGrad || t.layer >= 1) &&
+          ok = (!sums || (t.parts >= 1 && size_t(t.parts) <= t.inputs.size())) &&
+               (t.op != TaskOp::kTileInputGrad || t.layer >= 1) &&
                (t.op == TaskOp::kTileInputGrad || (t.r0 < t.r1 && t.r1 <= l.out_units)) &&
                (t.op == TaskOp::kTileActivation || (t.c0 < t.c1 && t.c1 <= l.in_units));
         }
