@@ -15,7 +15,8 @@ source scripts/run-ctest.sh
 phase "build (clang, ASan + UBSan, libFuzzer targets)"
 scripts/install-deps.sh --sanitize
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DACAN_FUZZ=ON -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
+  -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DACAN_FUZZ=ON -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF \
+  -DACAN_UNITY_BUILD=ON >/dev/null
 cmake --build build-fuzz -j"$jobs"
 
 phase "tests under ASan and UBSan (labels: $labels)"

@@ -12,7 +12,7 @@ phase "concurrency, runtime and chaos tests under ThreadSanitizer"
 # At -O1 (ThreadSanitizer instruments the accesses the compiled code makes at any level): about a
 # third less compiling than -O3.
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
-  -DACAN_SANITIZE=thread -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF >/dev/null
+  -DACAN_SANITIZE=thread -DACAN_BUILD_BENCH=OFF -DACAN_NATIVE=OFF -DACAN_UNITY_BUILD=ON >/dev/null
 cmake --build build-tsan -j"$jobs" --target space_test space_stress_test nats_space_test \
   nats_space_stress_test runtime_test chaos_test api_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
